@@ -1,0 +1,1 @@
+// BenchmarkKit: see Benchmarks/README.

@@ -1,0 +1,1 @@
+// LoadGenerator module: see design.md "Layout".

@@ -1,0 +1,1 @@
+// MockGateway module: see design.md "Layout".

@@ -1,0 +1,1 @@
+// PushMetrics module: see design.md "Layout".

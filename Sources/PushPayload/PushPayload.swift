@@ -1,0 +1,1 @@
+// PushPayload module: see design.md "Layout".

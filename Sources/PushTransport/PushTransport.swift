@@ -1,0 +1,1 @@
+// PushTransport module: see design.md "Layout".

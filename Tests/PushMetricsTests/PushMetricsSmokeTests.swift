@@ -1,0 +1,6 @@
+import Testing
+@testable import PushMetrics
+
+@Suite struct PushMetricsSmokeTests {
+    @Test func moduleLinks() { #expect(Bool(true)) }
+}

@@ -1,0 +1,6 @@
+import Testing
+@testable import PushPayload
+
+@Suite struct PushPayloadSmokeTests {
+    @Test func moduleLinks() { #expect(Bool(true)) }
+}
