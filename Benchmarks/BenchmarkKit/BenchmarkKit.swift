@@ -23,6 +23,15 @@ public func monotonicNanoseconds() -> UInt64 {
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
 
+/// CPU time of the calling thread, in ns. On a machine shared with other work it leaves out the
+/// time this thread was preempted, which wall time would count.
+@inline(__always)
+public func threadCPUNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
 /// One benchmark's figures.
 public struct BenchmarkResult: Sendable {
     /// The benchmark's name.
@@ -31,10 +40,12 @@ public struct BenchmarkResult: Sendable {
     public var iterations: Int
     /// Timed rounds.
     public var rounds: Int
-    /// Median over the rounds of the time per operation, in ns.
+    /// Median over the rounds of the thread CPU time per operation, in ns.
     public var nsPerOp: Double
-    /// Fastest round's time per operation, in ns.
+    /// Fastest round's thread CPU time per operation, in ns.
     public var nsPerOpMin: Double
+    /// Median over the rounds of the wall-clock time per operation, in ns.
+    public var wallNsPerOp: Double
     /// Allocations per operation (the lowest round: style.md §3).
     public var allocsPerOp: Double
     /// Bytes allocated per operation (same round as `allocsPerOp`).
@@ -53,9 +64,9 @@ public enum Benchmark {
         // Calibrate (doubles as warm-up: the first calls pay for metadata and lazy setup).
         var n = 1
         while true {
-            let t0 = monotonicNanoseconds()
+            let t0 = threadCPUNanoseconds()
             body(n)
-            let dt = monotonicNanoseconds() - t0
+            let dt = threadCPUNanoseconds() - t0
             if dt >= roundNanoseconds / 4 || n >= maxIterations {
                 let scaled = Double(n) * Double(roundNanoseconds) / Double(max(dt, 1))
                 n = max(1, min(maxIterations, Int(scaled)))
@@ -65,13 +76,16 @@ public enum Benchmark {
         }
         body(n)  // warm-up round at the final size
         var times: [Double] = []
+        var walls: [Double] = []
         var allocs = Double.infinity
         var bytes = Double.infinity
         for _ in 0..<max(1, rounds) {
             pb_alloc_reset()
-            let t0 = monotonicNanoseconds()
+            let w0 = monotonicNanoseconds()
+            let t0 = threadCPUNanoseconds()
             body(n)
-            let dt = monotonicNanoseconds() - t0
+            let dt = threadCPUNanoseconds() - t0
+            walls.append(Double(monotonicNanoseconds() - w0) / Double(n))
             let a = Double(pb_alloc_count()) / Double(n)
             if a < allocs {
                 allocs = a
@@ -80,8 +94,10 @@ public enum Benchmark {
             times.append(Double(dt) / Double(n))
         }
         times.sort()
+        walls.sort()
         return BenchmarkResult(name: name, iterations: n, rounds: times.count, nsPerOp: times[times.count / 2],
-                               nsPerOpMin: times[0], allocsPerOp: allocs, allocatedBytesPerOp: bytes)
+                               nsPerOpMin: times[0], wallNsPerOp: walls[walls.count / 2],
+                               allocsPerOp: allocs, allocatedBytesPerOp: bytes)
     }
 }
 

@@ -125,14 +125,19 @@ public final class CopyEncoder: PayloadEncoder {
     /// Escapes byte by byte, the way a straightforward hand-written encoder does.
     private func escaped(_ src: UnsafeRawBufferPointer) {
         reserve(6 * src.count)
+        // Locals, not the stored properties, in the loop: class property accesses pay dynamic
+        // exclusivity checks per byte.
+        let b = buf
+        var o = length
         for c in src {
             if !JSONWriting.needsEscape(c) {
-                buf.storeBytes(of: c, toByteOffset: length, as: UInt8.self)
-                length += 1
+                b.storeBytes(of: c, toByteOffset: o, as: UInt8.self)
+                o += 1
             } else {
-                withUnsafeBytes(of: c) { length += JSONWriting.writeEscaped($0, to: buf + length) }
+                o += withUnsafeBytes(of: c) { JSONWriting.writeEscaped($0, to: b + o) }
             }
         }
+        length = o
     }
 
     private func decimal(_ v: Int64) {
