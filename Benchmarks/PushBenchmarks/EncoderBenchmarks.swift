@@ -175,6 +175,36 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
         json[variant.rawValue] = perPayload
     }
 
+    // The JSON parser on the same payloads (what the mock gateway pays per request).
+    var parser: [String: Any] = [:]
+    print("")
+    print(pad("parser", 24) + pad("payload", 13) + lpad("bytes", 6) + lpad("ns/msg", 11) + lpad("allocs/msg", 12) + lpad("MB/s", 9))
+    for p in payloads {
+        let zero = ZeroCopyEncoder(template: p.template)
+        let n = zero.encode(RequestContext(seq: 1, token: tokens.token(1), messageID: PushUUID(high: 1, low: 2)), into: slot) ?? 0
+        let body = UnsafeRawBufferPointer(rebasing: slot[0..<n])
+        var tape = JSONTape(capacity: 256)
+        let runs: [(String, (Int) -> Void)] = [
+            ("JSON.validate", { k in for _ in 0..<k { blackHole(JSON.validate(body)) } }),
+            ("JSONTape.parse", { k in for _ in 0..<k { blackHole(tape.parse(body)) } }),
+        ]
+        var entry: [String: Any] = [:]
+        for (name, body) in runs {
+            let r = Benchmark.run("\(name)/\(p.name)", rounds: options.rounds,
+                                  roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000, body)
+            print(pad(name, 24) + pad(p.name, 13) + lpad("\(n)", 6) + lpad(fmt(r.nsPerOp, 1), 11)
+                  + lpad(fmt(r.allocsPerOp, 2), 12) + lpad(fmt(Double(n) / r.nsPerOp * 1000, 0), 9))
+            entry[name == "JSON.validate" ? "validate" : "tape"] = [
+                "ns_per_msg": (r.nsPerOp * 10).rounded() / 10,
+                "allocs_per_msg": (r.allocsPerOp * 1000).rounded() / 1000,
+                "bytes_per_msg": n,
+            ]
+            measured["json_parser.\(name == "JSON.validate" ? "validate" : "tape").\(p.name).allocs_per_msg"] = r.allocsPerOp
+        }
+        parser[p.name] = entry
+    }
+    print("")
+
     // Targets of issue 3 (reported, not gated: times depend on the machine).
     var targets: [String: Any] = [:]
     if let z = results["zerocopy"]?["default"] {
@@ -219,6 +249,7 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
         "tool": "pushbench-benchmarks",
         "machine": ["cpu": cpu, "cores": ProcessInfo.processInfo.activeProcessorCount],
         "encoders": json,
+        "json_parser": parser,
         "targets": targets,
         "budget_violations": violations,
     ]
