@@ -54,6 +54,9 @@ public final class ZeroCopyEncoder: PayloadEncoder, Sendable {
     /// Writes the payload straight into `slot`; `nil` when it does not fit. Allocates nothing.
     @inline(__always)
     public func encode(_ request: RequestContext, into slot: UnsafeMutableRawBufferPointer) -> Int? {
+        if let bound = template.lengthBound, bound <= slot.count, let base = slot.baseAddress {
+            return template.write(request, to: base)
+        }
         guard template.encodedLength(request) <= slot.count, let base = slot.baseAddress else {
             return template.encodedLength(request) == 0 ? 0 : nil
         }
