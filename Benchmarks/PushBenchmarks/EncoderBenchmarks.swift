@@ -87,6 +87,20 @@ private func paddedTemplate(_ base: String, to size: Int, options: TemplateOptio
     return try PayloadTemplate(text: String(base.dropLast()) + ",\"filler\":\"{{pad:\(n)}}\"}", options: options)
 }
 
+/// What a typical provider writes for the default payload: a Codable struct with static keys.
+/// Measured beside the `foundation` variant (which resolves a generic template tree) to show the
+/// baseline is not slowed by its genericity.
+private struct ProviderPayload: Encodable {
+    struct APS: Encodable {
+        struct Alert: Encodable { var title: String; var body: String }
+        var alert: Alert
+        var badge: Int
+    }
+    var aps: APS
+    var customKey: String
+    var message_id: String
+}
+
 func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
     guard let options = parseEncoderBenchOptions(arguments) else { return arguments.contains("--help") || arguments.contains("-h") ? 0 : 2 }
 
@@ -175,6 +189,37 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
         json[variant.rawValue] = perPayload
     }
 
+    // Reference: a hand-declared Codable struct for the default payload, same JSONEncoder options.
+    var reference: [String: Any] = [:]
+    if payloads.contains(where: { $0.name == "default" }) && options.variants.contains(.foundation) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var rng = PushRandom(seed: 7)
+        var same = true
+        let check = rng.uuid()
+        let structBytes = try? encoder.encode(ProviderPayload(aps: .init(alert: .init(title: "Portugal vs. Denmark", body: "great match!"), badge: 1),
+                                                              customKey: "customValue", message_id: check.description))
+        let variantBytes = makePayloadEncoder(.foundation, template: PayloadTemplate.defaultAPNs()).encode(RequestContext(seq: 1, messageID: check), into: slot)
+            .map { Array(UnsafeRawBufferPointer(rebasing: slot[0..<$0])) }
+        same = structBytes.map { Array($0) } == variantBytes
+        let r = Benchmark.run("codable-struct/default", rounds: options.rounds,
+                              roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000) { n in
+            for _ in 0..<n {
+                let p = ProviderPayload(aps: .init(alert: .init(title: "Portugal vs. Denmark", body: "great match!"), badge: 1),
+                                        customKey: "customValue", message_id: rng.uuid().description)
+                let data = try! encoder.encode(p)
+                data.copyBytes(to: slot.bindMemory(to: UInt8.self), count: data.count)
+                blackHole(data.count)
+            }
+        }
+        let f = results["foundation"]?["default"]
+        print("reference: a Codable struct + JSONEncoder on the default payload: \(fmt(r.nsPerOp, 1)) ns/msg, "
+              + "\(fmt(r.allocsPerOp, 2)) allocs/msg" + (f.map { " (foundation variant: \(fmt($0.nsPerOp / r.nsPerOp, 2))x its time)" } ?? "")
+              + (same ? "; same bytes" : "; BYTES DIFFER"))
+        reference = ["ns_per_msg": (r.nsPerOp * 10).rounded() / 10, "allocs_per_msg": (r.allocsPerOp * 1000).rounded() / 1000,
+                     "same_bytes": same]
+    }
+
     // The JSON parser on the same payloads (what the mock gateway pays per request).
     var parser: [String: Any] = [:]
     print("")
@@ -250,6 +295,7 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
         "machine": ["cpu": cpu, "cores": ProcessInfo.processInfo.activeProcessorCount],
         "encoders": json,
         "json_parser": parser,
+        "reference_codable_struct_default": reference,
         "targets": targets,
         "budget_violations": violations,
     ]
