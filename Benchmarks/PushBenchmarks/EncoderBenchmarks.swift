@@ -212,12 +212,26 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
                 blackHole(data.count)
             }
         }
+        // And the same struct with JSONEncoder's default options (no key sorting, slashes escaped):
+        // what most providers run; its bytes differ only in key order.
+        let plain = JSONEncoder()
+        let u = Benchmark.run("codable-struct-unsorted/default", rounds: options.rounds,
+                              roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000) { n in
+            for _ in 0..<n {
+                let p = ProviderPayload(aps: .init(alert: .init(title: "Portugal vs. Denmark", body: "great match!"), badge: 1),
+                                        customKey: "customValue", message_id: rng.uuid().description)
+                let data = try! plain.encode(p)
+                data.copyBytes(to: slot.bindMemory(to: UInt8.self), count: data.count)
+                blackHole(data.count)
+            }
+        }
+        print("reference: the same struct with default JSONEncoder options (unsorted keys): \(fmt(u.nsPerOp, 1)) ns/msg, \(fmt(u.allocsPerOp, 2)) allocs/msg")
         let f = results["foundation"]?["default"]
         print("reference: a Codable struct + JSONEncoder on the default payload: \(fmt(r.nsPerOp, 1)) ns/msg, "
               + "\(fmt(r.allocsPerOp, 2)) allocs/msg" + (f.map { " (foundation variant: \(fmt($0.nsPerOp / r.nsPerOp, 2))x its time)" } ?? "")
               + (same ? "; same bytes" : "; BYTES DIFFER"))
         reference = ["ns_per_msg": (r.nsPerOp * 10).rounded() / 10, "allocs_per_msg": (r.allocsPerOp * 1000).rounded() / 1000,
-                     "same_bytes": same]
+                     "same_bytes": same, "unsorted_keys_ns_per_msg": (u.nsPerOp * 10).rounded() / 10]
     }
 
     // The JSON parser on the same payloads (what the mock gateway pays per request).
