@@ -61,43 +61,62 @@ public enum Benchmark {
     /// about `roundNanoseconds`, warms up with one round, then times `rounds` rounds.
     public static func run(_ name: String, rounds: Int = 5, roundNanoseconds: UInt64 = 20_000_000,
                            maxIterations: Int = 50_000_000, _ body: (Int) -> Void) -> BenchmarkResult {
-        // Calibrate (doubles as warm-up: the first calls pay for metadata and lazy setup).
-        var n = 1
-        while true {
-            let t0 = threadCPUNanoseconds()
-            body(n)
-            let dt = threadCPUNanoseconds() - t0
-            if dt >= roundNanoseconds / 4 || n >= maxIterations {
-                let scaled = Double(n) * Double(roundNanoseconds) / Double(max(dt, 1))
-                n = max(1, min(maxIterations, Int(scaled)))
-                break
-            }
-            n *= 2
+        withoutActuallyEscaping(body) { body in
+            runInterleaved([(name, body)], rounds: rounds, roundNanoseconds: roundNanoseconds, maxIterations: maxIterations)[0]
         }
-        body(n)  // warm-up round at the final size
-        var times: [Double] = []
-        var walls: [Double] = []
-        var allocs = Double.infinity
-        var bytes = Double.infinity
+    }
+
+    /// Measures several benchmarks with their rounds interleaved (round 1 of each, then round 2 of
+    /// each, …), so a change in machine load hits all of them alike and their ratios stay fair.
+    public static func runInterleaved(_ cases: [(name: String, body: (Int) -> Void)], rounds: Int = 5,
+                                      roundNanoseconds: UInt64 = 20_000_000,
+                                      maxIterations: Int = 50_000_000) -> [BenchmarkResult] {
+        // Calibrate each (doubles as warm-up: the first calls pay for metadata and lazy setup).
+        var sizes: [Int] = []
+        for c in cases {
+            var n = 1
+            while true {
+                let t0 = threadCPUNanoseconds()
+                c.body(n)
+                let dt = threadCPUNanoseconds() - t0
+                if dt >= roundNanoseconds / 4 || n >= maxIterations {
+                    let scaled = Double(n) * Double(roundNanoseconds) / Double(max(dt, 1))
+                    n = max(1, min(maxIterations, Int(scaled)))
+                    break
+                }
+                n *= 2
+            }
+            c.body(n)  // warm-up round at the final size
+            sizes.append(n)
+        }
+        var times = [[Double]](repeating: [], count: cases.count)
+        var walls = [[Double]](repeating: [], count: cases.count)
+        var allocs = [Double](repeating: .infinity, count: cases.count)
+        var bytes = [Double](repeating: .infinity, count: cases.count)
         for _ in 0..<max(1, rounds) {
-            pb_alloc_reset()
-            let w0 = monotonicNanoseconds()
-            let t0 = threadCPUNanoseconds()
-            body(n)
-            let dt = threadCPUNanoseconds() - t0
-            walls.append(Double(monotonicNanoseconds() - w0) / Double(n))
-            let a = Double(pb_alloc_count()) / Double(n)
-            if a < allocs {
-                allocs = a
-                bytes = Double(pb_alloc_bytes()) / Double(n)
+            for (i, c) in cases.enumerated() {
+                let n = sizes[i]
+                pb_alloc_reset()
+                let w0 = monotonicNanoseconds()
+                let t0 = threadCPUNanoseconds()
+                c.body(n)
+                let dt = threadCPUNanoseconds() - t0
+                let w = monotonicNanoseconds() - w0
+                let a = Double(pb_alloc_count()) / Double(n)
+                if a < allocs[i] {
+                    allocs[i] = a
+                    bytes[i] = Double(pb_alloc_bytes()) / Double(n)
+                }
+                times[i].append(Double(dt) / Double(n))
+                walls[i].append(Double(w) / Double(n))
             }
-            times.append(Double(dt) / Double(n))
         }
-        times.sort()
-        walls.sort()
-        return BenchmarkResult(name: name, iterations: n, rounds: times.count, nsPerOp: times[times.count / 2],
-                               nsPerOpMin: times[0], wallNsPerOp: walls[walls.count / 2],
-                               allocsPerOp: allocs, allocatedBytesPerOp: bytes)
+        return cases.indices.map { i in
+            let t = times[i].sorted(), w = walls[i].sorted()
+            return BenchmarkResult(name: cases[i].name, iterations: sizes[i], rounds: t.count, nsPerOp: t[t.count / 2],
+                                   nsPerOpMin: t[0], wallNsPerOp: w[w.count / 2],
+                                   allocsPerOp: allocs[i], allocatedBytesPerOp: bytes[i])
+        }
     }
 }
 

@@ -101,6 +101,68 @@ private struct ProviderPayload: Encodable {
     var message_id: String
 }
 
+/// The reference loop: fill the provider struct and encode it with JSONEncoder (`sorted`: the
+/// options the foundation variant uses, so the bytes match; else JSONEncoder's defaults).
+private final class StructRunner {
+    let sorted = JSONEncoder()
+    let plain = JSONEncoder()
+    let slot: UnsafeMutableRawBufferPointer
+    var rng = PushRandom(seed: 7)
+
+    init(slot: UnsafeMutableRawBufferPointer) {
+        self.slot = slot
+        sorted.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    }
+
+    func payload(_ id: PushUUID) -> ProviderPayload {
+        ProviderPayload(aps: .init(alert: .init(title: "Portugal vs. Denmark", body: "great match!"), badge: 1),
+                        customKey: "customValue", message_id: id.description)
+    }
+
+    func run(_ n: Int, sortedKeys: Bool) {
+        let encoder = sortedKeys ? sorted : plain
+        var total = 0
+        for _ in 0..<n {
+            let data = try! encoder.encode(payload(rng.uuid()))
+            data.copyBytes(to: slot.bindMemory(to: UInt8.self), count: data.count)
+            total &+= data.count
+        }
+        blackHole(total)
+    }
+}
+
+/// The measured loop for one encoder: builds request k's context (seq, token, message id from the
+/// PRNG) and encodes it into the slot. State lives in locals inside `run`, so the loop pays no
+/// exclusivity checks on captured variables.
+private final class EncoderRunner {
+    let encoder: any PayloadEncoder
+    let tokens: DeviceTokens
+    let slot: UnsafeMutableRawBufferPointer
+    var rng = PushRandom(seed: 7)
+    var seq: UInt64 = 0
+
+    init(_ encoder: any PayloadEncoder, _ tokens: DeviceTokens, _ slot: UnsafeMutableRawBufferPointer) {
+        self.encoder = encoder
+        self.tokens = tokens
+        self.slot = slot
+    }
+
+    func run(_ n: Int) {
+        var rng = self.rng
+        var seq = self.seq
+        var total = 0
+        let encoder = self.encoder, tokens = self.tokens, slot = self.slot
+        for _ in 0..<n {
+            seq &+= 1
+            let ctx = RequestContext(seq: seq, token: tokens.token(Int(seq & 1023)), messageID: rng.uuid())
+            total &+= encoder.encode(ctx, into: slot) ?? 0
+        }
+        self.rng = rng
+        self.seq = seq
+        blackHole(total)
+    }
+}
+
 func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
     guard let options = parseEncoderBenchOptions(arguments) else { return arguments.contains("--help") || arguments.contains("-h") ? 0 : 2 }
 
@@ -134,24 +196,23 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
 
     var results: [String: [String: BenchmarkResult]] = [:]
     var sizes: [String: Int] = [:]
+    var referenceResults: [String: BenchmarkResult] = [:]
+    let structRunner = StructRunner(slot: slot)
     for p in payloads {
-        for variant in options.variants {
-            let encoder = makePayloadEncoder(variant, template: p.template)
-            var rng = PushRandom(seed: 7)
-            var seq: UInt64 = 0
-            var total = 0
-            let r = Benchmark.run("\(variant.rawValue)/\(p.name)", rounds: options.rounds,
-                                  roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000) { n in
-                for _ in 0..<n {
-                    seq &+= 1
-                    let ctx = RequestContext(seq: seq, token: tokens.token(Int(seq & 1023)), messageID: rng.uuid())
-                    total &+= encoder.encode(ctx, into: slot) ?? 0
-                }
-                blackHole(total)
-            }
-            // One more encode to record the size (every variant writes the same bytes).
-            sizes[p.name] = encoder.encode(RequestContext(seq: 1, token: tokens.token(1), messageID: rng.uuid()), into: slot)
-            results[variant.rawValue, default: [:]][p.name] = r
+        // The variants of one payload are measured with interleaved rounds (fair ratios under load).
+        let runners = options.variants.map { EncoderRunner(makePayloadEncoder($0, template: p.template), tokens, slot) }
+        var cases: [(name: String, body: (Int) -> Void)] = runners.map { r in ("\(r.encoder.variant.rawValue)/\(p.name)", { n in r.run(n) }) }
+        if p.name == "default" && options.variants.contains(.foundation) {
+            cases.append(("codable-struct/default", { n in structRunner.run(n, sortedKeys: true) }))
+            cases.append(("codable-struct-unsorted/default", { n in structRunner.run(n, sortedKeys: false) }))
+        }
+        let measured = Benchmark.runInterleaved(cases, rounds: options.rounds,
+                                                roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000)
+        for r in measured.dropFirst(runners.count) { referenceResults[r.name] = r }
+        for (runner, r) in zip(runners, measured) {
+            results[runner.encoder.variant.rawValue, default: [:]][p.name] = r
+            // Every variant writes the same bytes; record the size once.
+            sizes[p.name] = runner.encoder.encode(RequestContext(seq: 1, token: tokens.token(1), messageID: PushUUID(high: 1, low: 2)), into: slot)
         }
     }
 
@@ -189,49 +250,24 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
         json[variant.rawValue] = perPayload
     }
 
-    // Reference: a hand-declared Codable struct for the default payload, same JSONEncoder options.
+    // Reference: a hand-declared Codable struct for the default payload (measured interleaved with
+    // the variants above): sorted keys (same bytes as every variant) and JSONEncoder's defaults.
     var reference: [String: Any] = [:]
-    if payloads.contains(where: { $0.name == "default" }) && options.variants.contains(.foundation) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        var rng = PushRandom(seed: 7)
-        var same = true
-        let check = rng.uuid()
-        let structBytes = try? encoder.encode(ProviderPayload(aps: .init(alert: .init(title: "Portugal vs. Denmark", body: "great match!"), badge: 1),
-                                                              customKey: "customValue", message_id: check.description))
+    if let r = referenceResults["codable-struct/default"], let u = referenceResults["codable-struct-unsorted/default"] {
+        let check = PushUUID(high: 5, low: 6)
+        let structBytes = try? structRunner.sorted.encode(structRunner.payload(check))
         let variantBytes = makePayloadEncoder(.foundation, template: PayloadTemplate.defaultAPNs()).encode(RequestContext(seq: 1, messageID: check), into: slot)
             .map { Array(UnsafeRawBufferPointer(rebasing: slot[0..<$0])) }
-        same = structBytes.map { Array($0) } == variantBytes
-        let r = Benchmark.run("codable-struct/default", rounds: options.rounds,
-                              roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000) { n in
-            for _ in 0..<n {
-                let p = ProviderPayload(aps: .init(alert: .init(title: "Portugal vs. Denmark", body: "great match!"), badge: 1),
-                                        customKey: "customValue", message_id: rng.uuid().description)
-                let data = try! encoder.encode(p)
-                data.copyBytes(to: slot.bindMemory(to: UInt8.self), count: data.count)
-                blackHole(data.count)
-            }
-        }
-        // And the same struct with JSONEncoder's default options (no key sorting, slashes escaped):
-        // what most providers run; its bytes differ only in key order.
-        let plain = JSONEncoder()
-        let u = Benchmark.run("codable-struct-unsorted/default", rounds: options.rounds,
-                              roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000) { n in
-            for _ in 0..<n {
-                let p = ProviderPayload(aps: .init(alert: .init(title: "Portugal vs. Denmark", body: "great match!"), badge: 1),
-                                        customKey: "customValue", message_id: rng.uuid().description)
-                let data = try! plain.encode(p)
-                data.copyBytes(to: slot.bindMemory(to: UInt8.self), count: data.count)
-                blackHole(data.count)
-            }
-        }
-        print("reference: the same struct with default JSONEncoder options (unsorted keys): \(fmt(u.nsPerOp, 1)) ns/msg, \(fmt(u.allocsPerOp, 2)) allocs/msg")
+        let same = structBytes.map { Array($0) } == variantBytes
         let f = results["foundation"]?["default"]
-        print("reference: a Codable struct + JSONEncoder on the default payload: \(fmt(r.nsPerOp, 1)) ns/msg, "
-              + "\(fmt(r.allocsPerOp, 2)) allocs/msg" + (f.map { " (foundation variant: \(fmt($0.nsPerOp / r.nsPerOp, 2))x its time)" } ?? "")
-              + (same ? "; same bytes" : "; BYTES DIFFER"))
+        let z = results["zerocopy"]?["default"]
+        print("reference (default payload): Codable struct + JSONEncoder(sorted keys) \(fmt(r.nsPerOp, 1)) ns/msg, \(fmt(r.allocsPerOp, 2)) allocs/msg"
+              + (same ? " (same bytes)" : " (BYTES DIFFER)") + "; default options \(fmt(u.nsPerOp, 1)) ns/msg, \(fmt(u.allocsPerOp, 2)) allocs/msg")
+        if let f { print("           foundation variant = \(fmt(f.nsPerOp / r.nsPerOp, 2))x the struct's time") }
+        if let z { print("           zerocopy vs struct: \(fmt(r.nsPerOp / z.nsPerOp, 1))x faster; vs struct with default options: \(fmt(u.nsPerOp / z.nsPerOp, 1))x") }
         reference = ["ns_per_msg": (r.nsPerOp * 10).rounded() / 10, "allocs_per_msg": (r.allocsPerOp * 1000).rounded() / 1000,
-                     "same_bytes": same, "unsorted_keys_ns_per_msg": (u.nsPerOp * 10).rounded() / 10]
+                     "same_bytes": same, "unsorted_keys_ns_per_msg": (u.nsPerOp * 10).rounded() / 10,
+                     "unsorted_keys_allocs_per_msg": (u.allocsPerOp * 1000).rounded() / 1000]
     }
 
     // The JSON parser on the same payloads (what the mock gateway pays per request).
