@@ -158,3 +158,38 @@ public final class Recorder {
         live.backlog.store(0, ordering: .relaxed)
     }
 }
+
+/// The live figures of every driver thread added up, for the progress line.
+public struct LiveSnapshot: Sendable, Equatable {
+    /// Requests sent.
+    public var sent = 0
+    /// Responses received.
+    public var completed = 0
+    /// Error responses and transport errors.
+    public var errors = 0
+    /// Requests in flight.
+    public var inFlight = 0
+    /// Requests waiting for a stream.
+    public var backlog = 0
+    /// Corrected latency of the last whole second, µs (the highest over threads).
+    public var p50Micros = 0
+    /// See ``p50Micros``.
+    public var p99Micros = 0
+
+    /// Zeroes.
+    public init() {}
+
+    /// Sums `counters`.
+    public init(_ counters: [LiveCounters]) {
+        for c in counters {
+            sent += c.sent.load(ordering: .relaxed)
+            completed += c.completed.load(ordering: .relaxed)
+            errors += c.errors.load(ordering: .relaxed)
+            inFlight += c.inFlight.load(ordering: .relaxed)
+            backlog += c.backlog.load(ordering: .relaxed)
+            _ = c.seconds.load(ordering: .acquiring)
+            p50Micros = max(p50Micros, c.lastP50.load(ordering: .relaxed))
+            p99Micros = max(p99Micros, c.lastP99.load(ordering: .relaxed))
+        }
+    }
+}
