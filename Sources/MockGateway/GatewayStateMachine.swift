@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import PushPayload
 
 /// What the gateway answers to one request, decided by ``GatewayStateMachine``.
 public struct GatewayResponse: Equatable, Sendable {
@@ -238,8 +239,10 @@ public struct GatewayStateMachine {
         if configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
         let body = request.body
         if body.isEmpty { return .payloadEmpty }
-        if body.count > (isVoIP ? 5120 : 4096) { return .payloadTooLarge }
-        if !PayloadCheck.isJSONObject(body) { return .payloadEmpty }
+        if body.count > PayloadLimits.apns(isVoIP ? .voip : .alert) { return .payloadTooLarge }
+        // Apple documents no reason for a body that is not a JSON object; PayloadEmpty is the closest of
+        // its strings (clients turn unknown reasons into errors), see docs/gateway.md.
+        if JSON.topLevelKind(body) != .object { return .payloadEmpty }
         return nil
     }
 
@@ -258,17 +261,5 @@ public struct GatewayStateMachine {
         default: break
         }
         return nil
-    }
-}
-
-/// The seam for "is the body a JSON object": a cheap shape check until PushPayload's validator lands.
-enum PayloadCheck {
-    @inline(__always)
-    static func isJSONObject(_ body: UnsafeRawBufferPointer) -> Bool {
-        func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 }
-        var lo = 0, hi = body.count - 1
-        while lo <= hi, isSpace(body[lo]) { lo += 1 }
-        while hi >= lo, isSpace(body[hi]) { hi -= 1 }
-        return hi > lo && body[lo] == 0x7B && body[hi] == 0x7D
     }
 }
