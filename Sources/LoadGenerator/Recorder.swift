@@ -24,26 +24,12 @@ public final class LiveCounters: Sendable {
     public init() {}
 }
 
-/// One second of one thread's run, kept for timeline.csv and latency.hlog.
-public struct SecondRecord: Sendable {
-    /// Second index from t0 (warm-up included).
-    public var second: Int
-    /// Requests sent in this second.
-    public var sent: Int = 0
-    /// Responses received in this second.
-    public var completed: Int = 0
-    /// 2xx responses in this second.
-    public var ok: Int = 0
-    /// Non-2xx responses and transport errors in this second.
-    public var errors: Int = 0
-    /// Deepest backlog seen in this second.
-    public var maxBacklog: Int = 0
-    /// Corrected latencies (µs) of the responses received in this second.
-    public var latency: EncodedHistogram?
-}
-
 /// Everything one driver thread measured: counts per phase, the measured histograms and its seconds.
 /// Made on the driver thread; handed to the main thread when the driver is done.
+///
+/// Two clocks of seconds run side by side: the timeline (timeline.csv, latency.hlog) counts measured
+/// requests only, in seconds from the start of the measured phase, so it agrees with summary.json; the
+/// live figures of the progress line count every response, in seconds from t0 (warm-up included).
 public final class Recorder {
     /// Counts by phase (index ``Phase/rawValue``), changed in place: never copied on the hot path.
     public var tallies: [Tally] = [Tally(), Tally()]
@@ -55,55 +41,80 @@ public final class Recorder {
     public let latency = HdrHistogram.latencyMicroseconds()
     /// Service time (from actual send), µs, measured phase only.
     public let serviceTime = HdrHistogram.latencyMicroseconds()
-    /// Per-second records (warm-up seconds included), in order.
-    public private(set) var seconds: [SecondRecord] = []
+    /// Per-second records of the measured phase, in order.
+    public private(set) var intervals: [TimelineInterval] = []
     /// Live figures for the progress display.
     public let live: LiveCounters
     /// Times the driver found no free stream for a due request.
     public private(set) var blocked = 0
 
-    private let interval = HdrHistogram.latencyMicroseconds()
-    private var current = SecondRecord(second: 0)
-    private var startNs: UInt64 = 0
+    // Timeline second being filled (measured requests only).
+    private let intervalLatency = HdrHistogram.latencyMicroseconds()
+    private let intervalService = HdrHistogram.latencyMicroseconds()
+    private var second = 0
+    private var secSent: Int64 = 0, secCompleted: Int64 = 0, secOK: Int64 = 0, secFailed: Int64 = 0, secErrors: Int64 = 0
+    private var measureStartNs: UInt64 = .max
     private var nextSecondNs: UInt64 = .max
+    // Live second (all responses).
+    private let liveInterval = HdrHistogram.latencyMicroseconds()
+    private var nextLiveSecondNs: UInt64 = .max
+    private var liveSeconds = 0
     private var liveSent = 0, liveCompleted = 0, liveErrors = 0
 
     /// A recorder publishing live figures to `live`.
     public init(live: LiveCounters = LiveCounters()) {
         self.live = live
-        seconds.reserveCapacity(64)
+        intervals.reserveCapacity(64)
     }
 
     func begin(at start: UInt64, measurementStart: UInt64) {
-        startNs = start
-        nextSecondNs = start + 1_000_000_000
-        current = SecondRecord(second: 0)
+        measureStartNs = measurementStart
+        nextSecondNs = measurementStart + 1_000_000_000
+        nextLiveSecondNs = start + 1_000_000_000
     }
 
     @inline(__always) private func roll(_ now: UInt64) {
-        while now >= nextSecondNs { closeSecond() }
+        if now >= nextLiveSecondNs { closeLiveSeconds(now) }
+        if now >= nextSecondNs { closeSeconds(now) }
     }
 
-    private func closeSecond() {
-        current.latency = EncodedHistogram(interval)
-        if interval.totalCount > 0 {
-            live.lastP50.store(Int(interval.valueAtPercentile(50)), ordering: .relaxed)
-            live.lastP99.store(Int(interval.valueAtPercentile(99)), ordering: .relaxed)
+    private func closeLiveSeconds(_ now: UInt64) {
+        if liveInterval.totalCount > 0 {
+            live.lastP50.store(Int(liveInterval.valueAtPercentile(50)), ordering: .relaxed)
+            live.lastP99.store(Int(liveInterval.valueAtPercentile(99)), ordering: .relaxed)
         } else {
             live.lastP50.store(0, ordering: .relaxed)
             live.lastP99.store(0, ordering: .relaxed)
         }
-        seconds.append(current)
-        live.seconds.store(seconds.count, ordering: .releasing)
-        interval.reset()
-        current = SecondRecord(second: current.second + 1)
-        nextSecondNs += 1_000_000_000
+        liveInterval.reset()
+        while now >= nextLiveSecondNs {
+            nextLiveSecondNs += 1_000_000_000
+            liveSeconds += 1
+        }
+        live.seconds.store(liveSeconds, ordering: .releasing)
+    }
+
+    private func closeSeconds(_ now: UInt64) {
+        while now >= nextSecondNs {
+            closeSecond()
+            nextSecondNs += 1_000_000_000
+        }
+    }
+
+    private func closeSecond() {
+        intervals.append(TimelineInterval(second: second, sent: secSent, completed: secCompleted, succeeded: secOK,
+                                          failed: secFailed, transportErrors: secErrors,
+                                          latency: intervalLatency, serviceTime: intervalService))
+        intervalLatency.reset()
+        intervalService.reset()
+        secSent = 0; secCompleted = 0; secOK = 0; secFailed = 0; secErrors = 0
+        second += 1
     }
 
     @inline(__always) func recordSent(_ phase: Phase, at now: UInt64) {
         roll(now)
         tallies[phase.rawValue].sent += 1
-        current.sent += 1
+        if phase == .measured { secSent += 1 }
         liveSent += 1
         live.sent.store(liveSent, ordering: .relaxed)
     }
@@ -125,10 +136,13 @@ public final class Recorder {
         if phase == .measured {
             latency.recordNanoseconds(latencyNs)
             serviceTime.recordNanoseconds(serviceNs)
+            intervalLatency.recordNanoseconds(latencyNs)
+            intervalService.recordNanoseconds(serviceNs)
+            secCompleted += 1
+            if ok { secOK += 1 } else { secFailed += 1 }
         }
-        interval.recordNanoseconds(latencyNs)
-        current.completed += 1
-        if ok { current.ok += 1 } else { current.errors += 1; liveErrors += 1; live.errors.store(liveErrors, ordering: .relaxed) }
+        liveInterval.recordNanoseconds(latencyNs)
+        if !ok { liveErrors += 1; live.errors.store(liveErrors, ordering: .relaxed) }
         liveCompleted += 1
         live.completed.store(liveCompleted, ordering: .relaxed)
     }
@@ -136,7 +150,7 @@ public final class Recorder {
     @inline(__always) func recordTransportError(_ phase: Phase, at now: UInt64) {
         roll(now)
         tallies[phase.rawValue].transportErrors += 1
-        current.errors += 1
+        if phase == .measured { secErrors += 1 }
         liveErrors += 1
         live.errors.store(liveErrors, ordering: .relaxed)
     }
@@ -145,7 +159,6 @@ public final class Recorder {
 
     func tick(at now: UInt64, inFlight: Int, backlog: Int) {
         roll(now)
-        if backlog > current.maxBacklog { current.maxBacklog = backlog }
         live.inFlight.store(inFlight, ordering: .relaxed)
         live.backlog.store(backlog, ordering: .relaxed)
     }
@@ -153,7 +166,7 @@ public final class Recorder {
     func end(at now: UInt64) {
         roll(now)
         // The last, partial second is kept when anything happened in it.
-        if current.sent > 0 || current.completed > 0 || current.errors > 0 { closeSecond() }
+        if now >= measureStartNs && (secSent > 0 || secCompleted > 0 || secErrors > 0) { closeSecond() }
         live.inFlight.store(0, ordering: .relaxed)
         live.backlog.store(0, ordering: .relaxed)
     }
