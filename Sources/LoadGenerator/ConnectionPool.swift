@@ -212,6 +212,14 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         peerMaxStreamsLowest = min(peerMaxStreamsLowest, s.maxConcurrentStreams)
     }
 
+    /// Drops the connections and the timer (after ``closeAll()``), so they are gone before the loop closes.
+    func release() {
+        closeAll()
+        active.removeAll()
+        retired.removeAll()
+        reconnectTimer = nil
+    }
+
     /// Closes every connection without reporting anything more to the driver (its books are closed).
     func closeAll() {
         closing = true

@@ -82,9 +82,12 @@ final class DriverThread {
         pool.connectAll()
         housekeeping.start(afterMilliseconds: 1, repeatMilliseconds: 1)
         loop.run()
-        // Let the closes of the connections and timers run, then release the loop.
+        // Every object holding a libuv handle is released before the loop closes (their deinit closes the
+        // handle, which must not happen after EventLoop.close()); then the close callbacks run.
         pacing = nil
         housekeeping = nil
+        pool.release()
+        pool = nil
         loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
         loop.close()
     }
@@ -270,7 +273,6 @@ public enum LoadRun {
                 while nextReport <= t { nextReport += 1_000_000_000 }
             }
         }
-        progress(LiveSnapshot(shared.live), Double(MonotonicClock.nanoseconds() - t0) / 1e9)
 
         var result = LoadResult(
             interrupted: interrupted, measured: Tally(), warmup: Tally(), latency: .latencyMicroseconds(),
