@@ -63,23 +63,28 @@ public final class ZeroCopyEncoder: PayloadEncoder {
 public final class CopyEncoder: PayloadEncoder {
     public let template: PayloadTemplate
     public var variant: EncoderVariant { .copy }
-    private var scratch: [UInt8]
+    // A growable scratch buffer, reused across requests: it grows (rarely) but never shrinks.
+    private var buf: UnsafeMutableRawPointer
+    private var capacity: Int
+    private var length = 0
     private var uuidIndex = 0
 
     /// An encoder for `template`; the scratch buffer is reserved once and reused.
     public init(template: PayloadTemplate) {
         self.template = template
-        scratch = []
-        scratch.reserveCapacity(max(template.maxLength, 8192))
+        capacity = max(template.maxLength, 8192)
+        buf = .allocate(byteCount: capacity, alignment: 16)
     }
+
+    deinit { buf.deallocate() }
 
     /// Encodes into the scratch buffer; the bytes are valid until the next call. (What nghttp2's
     /// ordinary read callback would copy from.)
     public func encodeToScratch(_ request: RequestContext) -> UnsafeRawBufferPointer {
-        scratch.removeAll(keepingCapacity: true)
+        length = 0
         uuidIndex = 0
         walk(template.root, request)
-        return scratch.withUnsafeBytes { $0 }  // storage is owned by self and stable until the next call
+        return UnsafeRawBufferPointer(start: buf, count: length)
     }
 
     public func encode(_ request: RequestContext, into slot: UnsafeMutableRawBufferPointer) -> Int? {
@@ -89,43 +94,61 @@ public final class CopyEncoder: PayloadEncoder {
         return bytes.count
     }
 
-    @inline(__always) private func byte(_ b: UInt8) { scratch.append(b) }
+    @inline(__always) private func reserve(_ n: Int) {
+        if length + n <= capacity { return }
+        var c = capacity * 2
+        while c < length + n { c *= 2 }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: c, alignment: 16)
+        grown.copyMemory(from: buf, byteCount: length)
+        buf.deallocate()
+        buf = grown
+        capacity = c
+    }
 
+    @inline(__always) private func byte(_ b: UInt8) {
+        reserve(1)
+        buf.storeBytes(of: b, toByteOffset: length, as: UInt8.self)
+        length += 1
+    }
+
+    @inline(__always) private func bytes(_ src: UnsafeRawBufferPointer) {
+        guard let base = src.baseAddress, src.count > 0 else { return }
+        reserve(src.count)
+        (buf + length).copyMemory(from: base, byteCount: src.count)
+        length += src.count
+    }
+
+    private func bytes(_ s: StaticString) {
+        bytes(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    /// Escapes byte by byte, the way a straightforward hand-written encoder does.
     private func escaped(_ src: UnsafeRawBufferPointer) {
-        var i = 0
-        let n = src.count
-        while i < n {
-            var j = i
-            while j < n && !JSONWriting.needsEscape(src[j]) { j += 1 }
-            if j > i { scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: src[i..<j])); i = j }
-            if i == n { break }
-            withUnsafeTemporaryAllocation(byteCount: 6, alignment: 1) { t in
-                let w = JSONWriting.writeEscaped(UnsafeRawBufferPointer(rebasing: src[i..<(i + 1)]), to: t.baseAddress!)
-                scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: t[0..<w]))
+        reserve(6 * src.count)
+        for c in src {
+            if !JSONWriting.needsEscape(c) {
+                buf.storeBytes(of: c, toByteOffset: length, as: UInt8.self)
+                length += 1
+            } else {
+                withUnsafeBytes(of: c) { length += JSONWriting.writeEscaped($0, to: buf + length) }
             }
-            i += 1
         }
     }
 
     private func decimal(_ v: Int64) {
-        withUnsafeTemporaryAllocation(byteCount: 20, alignment: 1) { t in
-            let n = JSONWriting.writeDecimal(v, to: t.baseAddress!)
-            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: t[0..<n]))
-        }
+        reserve(20)
+        length += JSONWriting.writeDecimal(v, to: buf + length)
     }
 
     private func decimal(_ v: UInt64) {
-        withUnsafeTemporaryAllocation(byteCount: 20, alignment: 1) { t in
-            let n = JSONWriting.writeDecimal(v, to: t.baseAddress!)
-            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: t[0..<n]))
-        }
+        reserve(20)
+        length += JSONWriting.writeDecimal(v, to: buf + length)
     }
 
     private func uuid(_ u: PushUUID) {
-        withUnsafeTemporaryAllocation(byteCount: 36, alignment: 1) { t in
-            u.write(to: t.baseAddress!)
-            scratch.append(contentsOf: UnsafeRawBufferPointer(t))
-        }
+        reserve(PushUUID.textLength)
+        u.write(to: buf + length)
+        length += PushUUID.textLength
     }
 
     private func slot(_ k: PlaceholderKind, _ r: RequestContext) {
@@ -143,12 +166,13 @@ public final class CopyEncoder: PayloadEncoder {
         switch node {
         case .object(let members):
             byte(UInt8(ascii: "{"))
-            var first = true
-            for m in members {
-                if !first { byte(UInt8(ascii: ",")) }
-                first = false
+            // Index loops, not for-in: an unspecialized (debug) IndexingIterator over these
+            // element types heap-allocates per element, which would break the zero-allocation test.
+            for i in 0..<members.count {
+                let m = members[i]
+                if i > 0 { byte(UInt8(ascii: ",")) }
                 byte(0x22)
-                m.keyUTF8.withUnsafeBytes { escaped($0) }
+                escaped(UnsafeRawBufferPointer(rebasing: template.literals[m.keyUTF8]))
                 byte(0x22)
                 byte(UInt8(ascii: ":"))
                 walk(m.value, r)
@@ -156,26 +180,23 @@ public final class CopyEncoder: PayloadEncoder {
             byte(UInt8(ascii: "}"))
         case .array(let items):
             byte(UInt8(ascii: "["))
-            var first = true
-            for item in items {
-                if !first { byte(UInt8(ascii: ",")) }
-                first = false
-                walk(item, r)
+            for i in 0..<items.count {
+                if i > 0 { byte(UInt8(ascii: ",")) }
+                walk(items[i], r)
             }
             byte(UInt8(ascii: "]"))
         case .string(let parts):
             byte(0x22)
-            for p in parts {
-                switch p {
-                case .literal(_, let b): b.withUnsafeBytes { escaped($0) }
+            for i in 0..<parts.count {
+                switch parts[i] {
+                case .literal(_, let b): escaped(UnsafeRawBufferPointer(rebasing: template.literals[b]))
                 case .slot(let k): slot(k, r)
                 }
             }
             byte(0x22)
-        case .number(let n): scratch.append(contentsOf: n.canonical)
-        case .bool(let b):
-            if b { scratch.append(contentsOf: [0x74, 0x72, 0x75, 0x65]) } else { scratch.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65]) }
-        case .null: scratch.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
+        case .number(let n): bytes(UnsafeRawBufferPointer(rebasing: template.literals[n.canonical]))
+        case .bool(let b): bytes(b ? "true" : "false")
+        case .null: bytes("null")
         case .slot(let k): slot(k, r)
         }
     }
