@@ -63,7 +63,9 @@ public enum LatencyDistribution: Equatable, Sendable {
             let u = random.unit() * 100
             var previous = points[0]
             if u <= previous.percentile { return previous.nanos }
-            for p in points.dropFirst() {
+            // Index loop: iterating a slice allocates in unoptimised builds.
+            for i in 1..<points.count {
+                let p = points[i]
                 if u <= p.percentile {
                     let span = p.percentile - previous.percentile
                     let f = span > 0 ? (u - previous.percentile) / span : 1

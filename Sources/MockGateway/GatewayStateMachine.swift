@@ -150,7 +150,9 @@ public struct GatewayStateMachine {
             response.reason = .tooManyRequests
         } else if failureTotal > 0 {
             var u = random.unit()
-            for f in configuration.failures {
+            let failures = configuration.failures
+            for i in 0..<failures.count {
+                let f = failures[i]
                 if u < f.fraction {
                     response.status = f.reason.status
                     response.reason = f.reason
