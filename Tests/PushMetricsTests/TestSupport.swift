@@ -4,7 +4,7 @@ import Foundation
 /// Deterministic run records for the writer, reader, merge, compare and report tests.
 enum Fixtures {
     /// 2026-11-29 12:00:00 UTC.
-    static let start = Date(timeIntervalSince1970: 1_764_417_600)
+    static let start = Date(timeIntervalSince1970: 1_795_953_600)
 
     /// One thread's share of a run: per-second histograms and counts.
     static func threadIntervals(thread: Int, seconds: Int, rate: Int, slowSecond: Int? = nil) -> [TimelineInterval] {
