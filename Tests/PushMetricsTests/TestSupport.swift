@@ -33,8 +33,8 @@ enum Fixtures {
     static func record(label: String = "fixture", threads: [Int] = [0, 1], seconds: Int = 10, rate: Int = 500,
                        slowSecond: Int? = nil) -> RunRecord {
         var r = RunRecord(label: label, startedAt: start,
-                          config: RunConfig(target: "embedded", protocolName: "apns", rps: rate * 2, durationSeconds: Double(seconds),
-                                            connections: 8, streams: 100, threads: 2, encoder: "zerocopy"))
+                          config: RunConfig(target: "embedded", protocolName: "apns", rps: rate * threads.count, durationSeconds: Double(seconds),
+                                            connections: 8, streams: 100, threads: threads.count, encoder: "zerocopy"))
         r.version = "0.1.0"
         r.intervals = threads.flatMap { threadIntervals(thread: $0, seconds: seconds, rate: rate, slowSecond: slowSecond) }
         for i in r.intervals {
