@@ -8,7 +8,9 @@ extension HdrHistogram {
     public func percentileDistribution(outputValueUnitScalingRatio scale: Double = 1000,
                                        ticksPerHalfDistance: Int = 5) -> String {
         let d = significantDigits
-        var out = String(format: "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)")
+        // Java: "%12s %14s %10s %14s\n\n" (String(format:) cannot take Swift strings for %s).
+        func pad(_ s: String, _ w: Int) -> String { String(repeating: " ", count: Swift.max(0, w - s.count)) + s }
+        var out = "\(pad("Value", 12)) \(pad("Percentile", 14)) \(pad("TotalCount", 10)) \(pad("1/(1-Percentile)", 14))\n\n"
         let row = "%12.\(d)f %2.12f %10lld %14.2f\n"
         let last = "%12.\(d)f %2.12f %10lld\n"
         for t in percentileTicks(ticksPerHalfDistance: ticksPerHalfDistance) {

@@ -48,8 +48,8 @@ public enum ReportChart {
     }
 
     static func percentileChart(_ svg: inout SVG, x: Double, y: Double, w: Double, h: Double, latency: HdrHistogram, service: HdrHistogram) {
-        svg.text(x, y - 8, "Latency by percentile (coordinated-omission corrected vs service time)", size: 15, weight: "bold")
-        let curves = [(latency, colors.latency, "corrected latency (from intended send time)"),
+        svg.text(x, y - 8, "Latency by percentile", size: 15, weight: "bold")
+        let curves = [(latency, colors.latency, "corrected latency (from intended send)"),
                       (service, colors.service, "service time (from actual send)")]
         // x = log10(1/(1-p)); the 100% tick has no finite position, so the axis ends at the
         // decade that the sample count can resolve.
@@ -62,9 +62,9 @@ public enum ReportChart {
         func px(_ lx: Double) -> Double { x + w * Swift.min(lx, xmax) / xmax }
         func py(_ v: Double) -> Double { y + h - h * v / ymax }
         svg.rect(x, y, w, h, fill: "#fafafa", stroke: "#999")
-        for t in yt {
+        for (t, label) in zip(yt, axisLabels(yt)) {
             svg.line(x, py(t), x + w, py(t), stroke: "#ddd")
-            svg.text(x - 8, py(t) + 4, fmt(t), size: 12, anchor: "end")
+            svg.text(x - 8, py(t) + 4, label, size: 12, anchor: "end")
         }
         let pctLabels = ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"]
         for d in 0...decades {
@@ -92,7 +92,7 @@ public enum ReportChart {
             svg.polyline(pts, stroke: color, width: 2.2)
             svg.circle(px(xmax), py(maxV), 3.5, fill: color)
         }
-        legend(&svg, x: x + 14, y: y + 14, items: curves.map { ($0.1, $0.2, false) } + [("#555", "dot at right edge: max", true)])
+        legend(&svg, right: x + w, y: y - 8, items: curves.map { ($0.1, $0.2, false) } + [("#555", "max", true)])
     }
 
     static func timelineCharts(_ svg: inout SVG, x: Double, y: Double, w: Double, intervals: [TimelineInterval]) {
@@ -123,8 +123,8 @@ public enum ReportChart {
         svg.polyline(intervals.map { (mid($0), py(Double($0.sent))) }, stroke: colors.sent, width: 1.5, dash: "5,4")
         svg.polyline(intervals.map { (mid($0), py(Double($0.completed))) }, stroke: colors.latency, width: 2.2)
         svg.text(x - 72, y + h1 / 2, "requests / s", size: 13, anchor: "middle", rotate: -90)
-        legend(&svg, x: x + 14, y: y + 14, items: [(colors.latency, "completed / s", false), (colors.sent, "sent / s", false),
-                                                    (colors.errors, "errors / s (non-2xx + transport)", false)])
+        legend(&svg, right: x + w, y: y - 8, items: [(colors.latency, "completed / s", false), (colors.sent, "sent / s", false),
+                                                     (colors.errors, "errors / s (non-2xx + transport)", false)])
 
         // Latency panel.
         let y2 = y + h1 + gap
@@ -136,9 +136,9 @@ public enum ReportChart {
         let lmax = lt.last ?? 1
         func ly(_ v: Double) -> Double { y2 + h2 - h2 * v / lmax }
         svg.rect(x, y2, w, h2, fill: "#fafafa", stroke: "#999")
-        for t in lt {
+        for (t, label) in zip(lt, axisLabels(lt)) {
             svg.line(x, ly(t), x + w, ly(t), stroke: "#ddd")
-            svg.text(x - 8, ly(t) + 4, fmt(t), size: 12, anchor: "end")
+            svg.text(x - 8, ly(t) + 4, label, size: 12, anchor: "end")
         }
         for t in xt where t >= x0 && t <= x1 {
             svg.line(px(t), y2, px(t), y2 + h2, stroke: "#eee")
@@ -149,7 +149,7 @@ public enum ReportChart {
         svg.polyline(withData.map { (mid(intervals[$0]), ly(p50[$0])) }, stroke: colors.p50, width: 2)
         svg.text(x - 62, y2 + h2 / 2, "latency (ms)", size: 13, anchor: "middle", rotate: -90)
         svg.text(x + w / 2, y2 + h2 + 40, "time since start of measurement (s)", size: 13, anchor: "middle")
-        legend(&svg, x: x + 14, y: y2 + 14, items: [(colors.p99, "p99", false), (colors.p50, "p50", false)])
+        legend(&svg, right: x + w, y: y2 - 8, items: [(colors.p99, "p99", false), (colors.p50, "p50", false)])
         if intervals.isEmpty {
             svg.text(x + w / 2, y + h1 / 2, "no per-second data", size: 14, anchor: "middle", color: "#888")
         }
@@ -243,10 +243,10 @@ public enum ReportChart {
         let lt = niceTicks(0, Swift.max((rows.map(\.p999).max() ?? 1) / 1000, 0.001), 5)
         let lmax = lt.last ?? 1
         svg.rect(x, y2, w, h, fill: "#fafafa", stroke: "#999")
-        for t in lt {
+        for (t, label) in zip(lt, axisLabels(lt)) {
             let yy = y2 + h - h * t / lmax
             svg.line(x, yy, x + w, yy, stroke: "#ddd")
-            svg.text(x - 8, yy + 4, fmt(t), size: 12, anchor: "end")
+            svg.text(x - 8, yy + 4, label, size: 12, anchor: "end")
         }
         for (kp, color) in [(\HistoryRow.p999, colors.p999), (\HistoryRow.p99, colors.p99), (\HistoryRow.p50, colors.p50)] {
             let pts = rows.indices.map { (px($0), y2 + h - h * rows[$0][keyPath: kp] / 1000 / lmax) }
@@ -254,7 +254,7 @@ public enum ReportChart {
             for p in pts { svg.circle(p.0, p.1, 3, fill: color) }
         }
         svg.text(x - 62, y2 + h / 2, "latency (ms)", size: 13, anchor: "middle", rotate: -90)
-        legend(&svg, x: x + 14, y: y2 + 14, items: [(colors.p999, "p99.9", false), (colors.p99, "p99", false), (colors.p50, "p50", false)])
+        legend(&svg, right: x + w, y: y2 - 8, items: [(colors.p999, "p99.9", false), (colors.p99, "p99", false), (colors.p50, "p50", false)])
         // Run labels under the axis, thinned so they never overlap.
         let step = Swift.max(1, Int(ceil(Double(rows.count) / 12)))
         for i in stride(from: 0, to: rows.count, by: step) {
@@ -266,18 +266,27 @@ public enum ReportChart {
 
     // MARK: Helpers
 
-    static func legend(_ svg: inout SVG, x: Double, y: Double, items: [(String, String, Bool)]) {
-        let wBox = 20 + (items.map { Double($0.1.count) * 7.2 }.max() ?? 100) + 34
-        svg.rect(x, y, wBox, Double(items.count) * 20 + 10, fill: "#ffffff", stroke: "#bbb", opacity: 0.92)
-        for (k, it) in items.enumerated() {
-            let yy = y + 18 + Double(k) * 20
+    /// A one-row legend, right-aligned so it ends at `right`, on the panel's title line (outside the data).
+    static func legend(_ svg: inout SVG, right: Double, y: Double, items: [(String, String, Bool)]) {
+        let widths = items.map { 34 + Double($0.1.count) * 6.6 + 14 }
+        var x = right - widths.reduce(0, +)
+        for (it, w) in zip(items, widths) {
             if it.2 {
-                svg.circle(x + 22, yy - 4, 3.5, fill: it.0)
+                svg.circle(x + 12, y - 4, 3.5, fill: it.0)
             } else {
-                svg.line(x + 10, yy - 4, x + 34, yy - 4, stroke: it.0, width: 3)
+                svg.line(x, y - 4, x + 24, y - 4, stroke: it.0, width: 3)
             }
-            svg.text(x + 42, yy, it.1, size: 12)
+            svg.text(x + 30, y, it.1, size: 12)
+            x += w
         }
+    }
+
+    /// Tick labels with the same number of decimals on one axis.
+    static func axisLabels(_ ticks: [Double]) -> [String] {
+        guard ticks.count > 1 else { return ticks.map { fmt($0) } }
+        let step = ticks[1] - ticks[0]
+        let decimals = step >= 1 ? 0 : Swift.min(6, Int(ceil(-log10(step) - 1e-9)) + (abs(step * pow(10, ceil(-log10(step) - 1e-9)) - 2.5) < 1e-6 ? 1 : 0))
+        return ticks.map { String(format: "%.\(decimals)f", $0) }
     }
 
     /// Evenly spaced "nice" ticks (1, 2, 5 × 10^k) covering lo…hi.

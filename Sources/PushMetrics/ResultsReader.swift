@@ -62,6 +62,10 @@ public struct LoadedRun {
             }
         }
         if let folder {
+            let hlog = folder.appendingPathComponent(ResultsWriter.File.hlog)
+            if requireIntervals && !FileManager.default.fileExists(atPath: hlog.path) {
+                throw ResultsError("\(hlog.path): missing (the per-second histograms are needed here)")
+            }
             r.intervals = try loadIntervals(folder, startedAt: startedAt)
             if !haveHistograms {
                 for i in r.intervals {

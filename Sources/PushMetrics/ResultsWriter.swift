@@ -115,8 +115,8 @@ public enum ResultsWriter {
         .object([
             ("min", .int(h.min)), ("p50", .int(h.valueAtPercentile(50))), ("p90", .int(h.valueAtPercentile(90))),
             ("p99", .int(h.valueAtPercentile(99))), ("p999", .int(h.valueAtPercentile(99.9))),
-            ("p9999", .int(h.valueAtPercentile(99.99))), ("max", .int(h.max)),
-            ("mean", .double(round3(h.mean))), ("stddev", .double(round3(h.standardDeviation))),
+            ("max", .int(h.max)), ("mean", .double(round3(h.mean))),
+            ("p9999", .int(h.valueAtPercentile(99.99))), ("stddev", .double(round3(h.standardDeviation))),
             ("count", .int(h.totalCount)),
         ])
     }
