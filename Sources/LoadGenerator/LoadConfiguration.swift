@@ -60,6 +60,10 @@ public struct LoadConfiguration: Sendable {
     public var seed: UInt64 = 1
     /// How long to wait for responses after the last send before counting the rest unfinished.
     public var drainTimeoutNs: UInt64 = 5_000_000_000
+    /// Pacing timer granularity in ns: 0 wakes up at every request's intended time; a larger value wakes
+    /// at most once per quantum and sends everything due (fewer wakeups at high rates, each send at most
+    /// one quantum late; latency is still measured from the intended time).
+    public var pacingQuantumNs: UInt64 = 0
     /// Bound on TCP connect plus the peer's first SETTINGS.
     public var connectTimeoutMilliseconds: UInt64 = 3_000
 

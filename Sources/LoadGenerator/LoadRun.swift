@@ -125,9 +125,13 @@ final class DriverThread {
                 // A periodic timerfd needs no re-arming per request when the thread's interval is a whole
                 // number of ns (50k rps: 20 µs); otherwise each deadline is armed exactly, one shot.
                 let perThread = UInt64(config.threads) * 1_000_000_000
-                if perThread % UInt64(rate) == 0 {
+                let interval = perThread / UInt64(rate)
+                if config.pacingQuantumNs > interval {
                     periodic = true
-                    pacing.start(firstDeadline: core.pacer!.intendedTime(local: 0), intervalNanoseconds: perThread / UInt64(rate))
+                    pacing.start(firstDeadline: core.pacer!.intendedTime(local: 0), intervalNanoseconds: config.pacingQuantumNs)
+                } else if perThread % UInt64(rate) == 0 {
+                    periodic = true
+                    pacing.start(firstDeadline: core.pacer!.intendedTime(local: 0), intervalNanoseconds: interval)
                 }
             }
             pump()

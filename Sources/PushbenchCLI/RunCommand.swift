@@ -386,6 +386,9 @@ struct RunExecution {
         config.project = options.project
         config.retries = options.retries
         config.seed = options.seed
+        if let q = ProcessInfo.processInfo.environment["PUSHBENCH_PACER_QUANTUM_US"], let us = UInt64(q) {
+            config.pacingQuantumNs = us * 1000
+        }
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json)
         interruptRequested.store(false, ordering: .relaxed)
@@ -394,6 +397,11 @@ struct RunExecution {
             if interruptRequested.exchange(true, ordering: .relaxed) { _exit(130) }
         }
         defer { signal(SIGINT, previous) }
+        // A parent may have started us with SIGINT blocked (posix_spawn inherits the mask); Ctrl-C must work.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         let result: LoadResult
         do {
             result = try LoadRun.run(config, progress: { snapshot, elapsed in display.show(snapshot, elapsed: elapsed) },
