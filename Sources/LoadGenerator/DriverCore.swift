@@ -138,6 +138,8 @@ public final class DriverCore {
     }
     /// Deepest backlog seen.
     public private(set) var maxBacklog = 0
+    /// Most requests in flight at once.
+    public private(set) var maxInFlight = 0
     /// Time of the last measured send.
     public private(set) var lastMeasuredSendNs: UInt64 = 0
     /// When measurement starts (t0 + warmup).
@@ -270,6 +272,7 @@ public final class DriverCore {
         slotBusy[i] = true
         slotSequence[i] = seq; slotIntended[i] = intended; slotSent[i] = sent; slotAttempt[i] = attempt
         slotPhase[i] = UInt8(phase)
+        if plan.capacity - freeCount > maxInFlight { maxInFlight = plan.capacity - freeCount }
     }
 
     @inline(__always)

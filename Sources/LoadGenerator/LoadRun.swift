@@ -33,7 +33,7 @@ final class SharedRunState: Sendable {
 final class ResultSlot: @unchecked Sendable {
     var recorder: Recorder?
     var cpuUser = 0.0, cpuSystem = 0.0
-    var maxBacklog = 0, blocked = 0
+    var maxBacklog = 0, blocked = 0, maxInFlight = 0
     var lastMeasuredSendNs: UInt64 = 0
     var measureStartNs: UInt64 = 0
     var opened = 0, goaways = 0, lost = 0, connectFailures = 0
@@ -169,6 +169,7 @@ final class DriverThread {
         slot.cpuUser = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         slot.cpuSystem = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         slot.maxBacklog = core.maxBacklog
+        slot.maxInFlight = core.maxInFlight
         slot.blocked = core.recorder.blocked
         slot.lastMeasuredSendNs = core.lastMeasuredSendNs
         slot.measureStartNs = core.measurementStartNs
@@ -204,6 +205,8 @@ public struct LoadResult {
     public var maxBacklog: Int
     /// Times a due request found no free stream.
     public var blocked: Int
+    /// Most requests in flight at once, all threads (sum of each thread's peak).
+    public var maxInFlight: Int
     /// Connections opened (reconnects included), GOAWAYs received, connections lost, failed connects.
     public var connectionsOpened: Int, goaways: Int, connectionsLost: Int, connectFailures: Int
     /// Lowest SETTINGS_MAX_CONCURRENT_STREAMS the peer announced (nil if never connected).
@@ -282,7 +285,7 @@ public enum LoadRun {
             interrupted: interrupted, measured: Tally(), warmup: Tally(), latency: .latencyMicroseconds(),
             serviceTime: .latencyMicroseconds(), intervals: [], measuredSeconds: 0,
             measuredStart: wallT0.addingTimeInterval(Double(config.warmupNs) / 1e9), cpuUser: 0, cpuSystem: 0,
-            maxBacklog: 0, blocked: 0, connectionsOpened: 0, goaways: 0, connectionsLost: 0, connectFailures: 0,
+            maxBacklog: 0, blocked: 0, maxInFlight: 0, connectionsOpened: 0, goaways: 0, connectionsLost: 0, connectFailures: 0,
             peerMaxStreams: nil)
         var lastSend: UInt64 = 0
         let measureStart = t0 + config.warmupNs
@@ -297,6 +300,7 @@ public enum LoadRun {
             result.cpuSystem += slot.cpuSystem
             result.maxBacklog = max(result.maxBacklog, slot.maxBacklog)
             result.blocked += slot.blocked
+            result.maxInFlight += slot.maxInFlight
             result.connectionsOpened += slot.opened
             result.goaways += slot.goaways
             result.connectionsLost += slot.lost

@@ -463,6 +463,7 @@ struct RunExecution {
                 ("oversize_not_sent", .int(Int64(m.oversizeNotSent))),
             ])),
             ("backlog", .object([("max", .int(Int64(r.maxBacklog))), ("blocked", .int(Int64(r.blocked)))])),
+            ("in_flight_max", .int(Int64(r.maxInFlight))),
             ("connections", .object([
                 ("opened", .int(Int64(r.connectionsOpened))), ("goaways", .int(Int64(r.goaways))),
                 ("lost", .int(Int64(r.connectionsLost))), ("connect_failures", .int(Int64(r.connectFailures))),
