@@ -1,1 +1,0 @@
-// PushMetrics module: see design.md "Layout".

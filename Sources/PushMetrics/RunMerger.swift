@@ -1,0 +1,95 @@
+import Foundation
+
+/// Merges runs of several agents into one run (`pushbench merge`), exactly: whole-run histograms
+/// are added bucket by bucket, per-second histograms are added interval by interval after aligning
+/// each run on wall-clock seconds, counts are summed, and throughput is computed over the union of
+/// the runs' measured time spans.
+public enum RunMerger {
+    /// Merges `runs` (each loaded from a run folder) into one record labelled `label`.
+    public static func merge(_ runs: [LoadedRun], label: String = "merged") throws -> RunRecord {
+        guard let first = runs.first else { throw ResultsError("merge: no runs given") }
+        let starts = runs.map { $0.record.startedAt.timeIntervalSince1970 }
+        let t0 = starts.min()!
+        var r = RunRecord(label: label, startedAt: Date(timeIntervalSince1970: t0), config: first.record.config,
+                          version: first.record.version)
+
+        var intervals: [TimelineInterval] = []
+        var spans: [(Double, Double)] = []
+        var agents: [JSONValue] = []
+        var rates: [Int] = []
+        for (run, start) in zip(runs, starts) {
+            let rec = run.record
+            r.counts.add(rec.counts)
+            r.latency.add(rec.latency)
+            r.serviceTime.add(rec.serviceTime)
+            r.cpuUserSeconds += rec.cpuUserSeconds
+            r.cpuSystemSeconds += rec.cpuSystemSeconds
+            r.maxRSSBytes = max(r.maxRSSBytes, rec.maxRSSBytes)
+            r.interrupted = r.interrupted || rec.interrupted
+            // Agents rarely start on the same second: shift each onto the earliest start's seconds.
+            let shift = Int((start - t0).rounded())
+            for var i in rec.intervals {
+                i.second += shift
+                intervals.append(i)
+            }
+            spans.append((start, start + rec.measuredSeconds))
+            if let rate = rec.config.rps { rates.append(rate) }
+            agents.append(.object([
+                ("run_id", .string(run.runID)), ("started_at", .string(ResultsWriter.iso8601(rec.startedAt))),
+                ("completed", .int(rec.counts.completed)), ("achieved_rps", .double(ResultsWriter.round3(rec.achievedRPS))),
+                ("p99_us", .int(rec.latency.valueAtPercentile(99))), ("max_rss_bytes", .int(rec.maxRSSBytes)),
+            ]))
+        }
+        r.intervals = TimelineInterval.merged(intervals)
+        r.measuredSeconds = unionLength(spans)
+
+        // The merged config describes the fleet: rates, connections and threads add up.
+        let configs = runs.map(\.record.config)
+        r.config.rps = rates.count == runs.count ? rates.reduce(0, +) : nil
+        r.config.connections = configs.map(\.connections).reduce(0, +)
+        r.config.threads = configs.map(\.threads).reduce(0, +)
+        r.config.durationSeconds = r.measuredSeconds
+        if Set(configs.map(\.target)).count > 1 { r.config.target = "mixed" }
+        if Set(configs.map(\.encoder)).count > 1 { r.config.encoder = "mixed" }
+        if Set(configs.map(\.protocolName)).count > 1 { r.config.protocolName = "mixed" }
+        if Set(configs.map(\.streams)).count > 1 { r.config.streams = configs.map(\.streams).max() ?? 0 }
+        r.config.extra = [("agents", .int(Int64(runs.count)))]
+        r.extra = [("merged_from", .array(agents))]
+        return r
+    }
+
+    /// Length of the union of time spans, in seconds.
+    static func unionLength(_ spans: [(Double, Double)]) -> Double {
+        var total = 0.0
+        var current: (Double, Double)?
+        for s in spans.sorted(by: { $0.0 < $1.0 }) {
+            if let c = current, s.0 <= c.1 {
+                current = (c.0, max(c.1, s.1))
+            } else {
+                if let c = current { total += c.1 - c.0 }
+                current = s
+            }
+        }
+        if let c = current { total += c.1 - c.0 }
+        return total
+    }
+
+    /// Loads `paths` (run folders), merges them and writes the result into `out` (which must not
+    /// exist or be empty). Returns the folder written.
+    @discardableResult
+    public static func mergeFolders(_ paths: [String], out: URL, label: String = "merged") throws -> URL {
+        let fm = FileManager.default
+        if fm.fileExists(atPath: out.path), let items = try? fm.contentsOfDirectory(atPath: out.path), !items.isEmpty {
+            throw ResultsError("\(out.path): already exists and is not empty (refusing to overwrite a run)")
+        }
+        let runs = try paths.map { try LoadedRun.load($0, requireIntervals: true) }
+        var seen: [String: String] = [:]
+        for (p, run) in zip(paths, runs) {
+            if let other = seen[run.runID] { throw ResultsError("\(p): same run (\(run.runID)) as \(other); each run may be merged once") }
+            seen[run.runID] = p
+        }
+        let record = try merge(runs, label: label)
+        try ResultsWriter.writeFolder(record, runID: ResultsWriter.runID(startedAt: record.startedAt, label: label), to: out)
+        return out
+    }
+}
