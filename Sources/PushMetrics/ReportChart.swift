@@ -383,3 +383,27 @@ struct SVG {
 
     mutating func finish() -> String { body + "</svg>\n" }
 }
+
+/// `pushbench report` without the command line.
+public enum RunReport {
+    /// Redraws report.svg and report.html of the run folder at `path`; returns the files written.
+    public static func redraw(_ path: String) throws -> [URL] {
+        let run = try LoadedRun.load(path, requireIntervals: true)
+        guard let folder = run.folder else { throw ResultsError("\(path): not a run folder") }
+        let title = ReportTitle(runID: run.runID, record: run.record)
+        let svg = folder.appendingPathComponent(ResultsWriter.File.svg)
+        let html = folder.appendingPathComponent(ResultsWriter.File.html)
+        try ResultsWriter.save(ReportChart.runSVG(record: run.record, intervals: run.record.intervals, title: title), svg)
+        try ResultsWriter.save(ReportChart.runHTML(record: run.record, intervals: run.record.intervals, title: title, summary: run.summary), html)
+        return [svg, html]
+    }
+
+    /// Draws `<root>/history.csv` as `<root>/history.svg`; returns the file written.
+    public static func drawHistory(root: URL) throws -> URL {
+        let csv = root.appendingPathComponent("history.csv")
+        let rows = try ReportChart.parseHistory(LoadedRun.readText(csv), file: csv.path)
+        let out = root.appendingPathComponent("history.svg")
+        try ResultsWriter.save(ReportChart.historySVG(rows), out)
+        return out
+    }
+}
