@@ -92,7 +92,7 @@ public enum ReportChart {
             svg.polyline(pts, stroke: color, width: 2.2)
             svg.circle(px(xmax), py(maxV), 3.5, fill: color)
         }
-        legend(&svg, right: x + w, y: y - 8, items: curves.map { ($0.1, $0.2, false) } + [("#555", "max", true)])
+        legend(&svg, right: x + w, y: y - 8, items: curves.map { ($0.1, $0.0.totalCount == 0 ? $0.2 + ": no data" : $0.2, false) } + [("#555", "max", true)])
     }
 
     static func timelineCharts(_ svg: inout SVG, x: Double, y: Double, w: Double, intervals: [TimelineInterval]) {
@@ -100,7 +100,7 @@ public enum ReportChart {
         let h1 = 180.0, h2 = 180.0, gap = 70.0
         let seconds = intervals.map(\.second)
         let x0 = Double(seconds.min() ?? 0), x1 = Double(Swift.max((seconds.max() ?? 0) + 1, Int(x0) + 1))
-        let xt = niceTicks(x0, x1, 10)
+        let xt = niceTicks(x0, x1, 10, minStep: 1)
         func px(_ s: Double) -> Double { x + w * (s - x0) / (x1 - x0) }
 
         // Throughput panel.
@@ -290,11 +290,11 @@ public enum ReportChart {
     }
 
     /// Evenly spaced "nice" ticks (1, 2, 5 × 10^k) covering lo…hi.
-    static func niceTicks(_ lo: Double, _ hi: Double, _ count: Int) -> [Double] {
+    static func niceTicks(_ lo: Double, _ hi: Double, _ count: Int, minStep: Double = 0) -> [Double] {
         let span = Swift.max(hi - lo, 1e-9)
         let raw = span / Double(Swift.max(count, 1))
         let mag = pow(10, floor(log10(raw)))
-        let step = [1.0, 2, 2.5, 5, 10].map { $0 * mag }.first { $0 >= raw } ?? 10 * mag
+        let step = Swift.max(minStep, [1.0, 2, 2.5, 5, 10].map { $0 * mag }.first { $0 >= raw } ?? 10 * mag)
         let first = floor(lo / step) * step
         var ticks: [Double] = []
         var t = first
