@@ -198,7 +198,7 @@ public enum ReportChart {
     /// Parses history.csv; errors name the line.
     public static func parseHistory(_ text: String, file: String = "history.csv") throws -> [HistoryRow] {
         var rows: [HistoryRow] = []
-        let lines = text.split(separator: "\n").map(String.init)
+        let lines = text.split(whereSeparator: \.isNewline).map(String.init)
         guard let header = lines.first, header.hasPrefix("run_id,") else {
             throw ResultsError("\(file): missing header \"\(ResultsWriter.historyHeader)\"")
         }
