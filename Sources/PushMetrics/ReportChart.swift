@@ -191,8 +191,22 @@ public enum ReportChart {
 
     /// One row of history.csv.
     public struct HistoryRow: Sendable, Equatable {
-        public var runID: String, label: String, encoder: String, targetRPS: String
-        public var achievedRPS: Double, p50: Double, p99: Double, p999: Double, errors: Int64, cpuSeconds: Double
+        /// Run id (`YYYYMMDD-HHMMSS-<label>`).
+        public var runID: String
+        /// The run's label.
+        public var label: String
+        /// Encoder variant.
+        public var encoder: String
+        /// Target rate, or `max`.
+        public var targetRPS: String
+        /// Completed requests per measured second.
+        public var achievedRPS: Double
+        /// Corrected latency percentiles in µs.
+        public var p50: Double, p99: Double, p999: Double
+        /// Non-2xx responses plus transport errors.
+        public var errors: Int64
+        /// User plus system CPU seconds.
+        public var cpuSeconds: Double
     }
 
     /// Parses history.csv; errors name the line.

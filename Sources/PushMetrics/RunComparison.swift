@@ -84,8 +84,10 @@ public struct RunComparison {
     public let rows: [Row]
     /// Notes on differences that make the comparison less fair (config, interrupted).
     public let notes: [String]
-    /// Names of the two runs.
-    public let baseName: String, newName: String
+    /// Name of the BASE run (its run id).
+    public let baseName: String
+    /// Name of the NEW run (its run id).
+    public let newName: String
 
     /// True when any gated metric regressed past its threshold.
     public var regressed: Bool { rows.contains { $0.verdict == .regression } }
