@@ -108,8 +108,8 @@ public struct IntervalLog: Sendable {
         var start: Double?
         var base: Double?
         var raw: [(tag: String?, t: Double, len: Double, blob: EncodedHistogram)] = []
-        for (n, sub) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = sub.hasSuffix("\r") ? String(sub.dropLast()) : String(sub)
+        for (n, sub) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let line = String(sub)
             if line.isEmpty { continue }
             if line.hasPrefix("#") {
                 if let v = headerNumber(line, "#[StartTime:") { start = v }

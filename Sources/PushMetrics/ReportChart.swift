@@ -92,7 +92,7 @@ public enum ReportChart {
             svg.polyline(pts, stroke: color, width: 2.2)
             svg.circle(px(xmax), py(maxV), 3.5, fill: color)
         }
-        legend(&svg, right: x + w, y: y - 8, items: curves.map { ($0.1, $0.2, false) } + [("#555", "max", true)])
+        legend(&svg, right: x + w, y: y - 8, items: curves.map { ($0.1, $0.0.totalCount == 0 ? $0.2 + ": no data" : $0.2, false) } + [("#555", "max", true)])
     }
 
     static func timelineCharts(_ svg: inout SVG, x: Double, y: Double, w: Double, intervals: [TimelineInterval]) {
@@ -100,7 +100,7 @@ public enum ReportChart {
         let h1 = 180.0, h2 = 180.0, gap = 70.0
         let seconds = intervals.map(\.second)
         let x0 = Double(seconds.min() ?? 0), x1 = Double(Swift.max((seconds.max() ?? 0) + 1, Int(x0) + 1))
-        let xt = niceTicks(x0, x1, 10)
+        let xt = niceTicks(x0, x1, 10, minStep: 1)
         func px(_ s: Double) -> Double { x + w * (s - x0) / (x1 - x0) }
 
         // Throughput panel.
@@ -191,14 +191,28 @@ public enum ReportChart {
 
     /// One row of history.csv.
     public struct HistoryRow: Sendable, Equatable {
-        public var runID: String, label: String, encoder: String, targetRPS: String
-        public var achievedRPS: Double, p50: Double, p99: Double, p999: Double, errors: Int64, cpuSeconds: Double
+        /// Run id (`YYYYMMDD-HHMMSS-<label>`).
+        public var runID: String
+        /// The run's label.
+        public var label: String
+        /// Encoder variant.
+        public var encoder: String
+        /// Target rate, or `max`.
+        public var targetRPS: String
+        /// Completed requests per measured second.
+        public var achievedRPS: Double
+        /// Corrected latency percentiles in µs.
+        public var p50: Double, p99: Double, p999: Double
+        /// Non-2xx responses plus transport errors.
+        public var errors: Int64
+        /// User plus system CPU seconds.
+        public var cpuSeconds: Double
     }
 
     /// Parses history.csv; errors name the line.
     public static func parseHistory(_ text: String, file: String = "history.csv") throws -> [HistoryRow] {
         var rows: [HistoryRow] = []
-        let lines = text.split(separator: "\n").map(String.init)
+        let lines = text.split(whereSeparator: \.isNewline).map(String.init)
         guard let header = lines.first, header.hasPrefix("run_id,") else {
             throw ResultsError("\(file): missing header \"\(ResultsWriter.historyHeader)\"")
         }
@@ -290,11 +304,11 @@ public enum ReportChart {
     }
 
     /// Evenly spaced "nice" ticks (1, 2, 5 × 10^k) covering lo…hi.
-    static func niceTicks(_ lo: Double, _ hi: Double, _ count: Int) -> [Double] {
+    static func niceTicks(_ lo: Double, _ hi: Double, _ count: Int, minStep: Double = 0) -> [Double] {
         let span = Swift.max(hi - lo, 1e-9)
         let raw = span / Double(Swift.max(count, 1))
         let mag = pow(10, floor(log10(raw)))
-        let step = [1.0, 2, 2.5, 5, 10].map { $0 * mag }.first { $0 >= raw } ?? 10 * mag
+        let step = Swift.max(minStep, [1.0, 2, 2.5, 5, 10].map { $0 * mag }.first { $0 >= raw } ?? 10 * mag)
         let first = floor(lo / step) * step
         var ticks: [Double] = []
         var t = first
@@ -382,4 +396,28 @@ struct SVG {
     }
 
     mutating func finish() -> String { body + "</svg>\n" }
+}
+
+/// `pushbench report` without the command line.
+public enum RunReport {
+    /// Redraws report.svg and report.html of the run folder at `path`; returns the files written.
+    public static func redraw(_ path: String) throws -> [URL] {
+        let run = try LoadedRun.load(path, requireIntervals: true)
+        guard let folder = run.folder else { throw ResultsError("\(path): not a run folder") }
+        let title = ReportTitle(runID: run.runID, record: run.record)
+        let svg = folder.appendingPathComponent(ResultsWriter.File.svg)
+        let html = folder.appendingPathComponent(ResultsWriter.File.html)
+        try ResultsWriter.save(ReportChart.runSVG(record: run.record, intervals: run.record.intervals, title: title), svg)
+        try ResultsWriter.save(ReportChart.runHTML(record: run.record, intervals: run.record.intervals, title: title, summary: run.summary), html)
+        return [svg, html]
+    }
+
+    /// Draws `<root>/history.csv` as `<root>/history.svg`; returns the file written.
+    public static func drawHistory(root: URL) throws -> URL {
+        let csv = root.appendingPathComponent("history.csv")
+        let rows = try ReportChart.parseHistory(LoadedRun.readText(csv), file: csv.path)
+        let out = root.appendingPathComponent("history.svg")
+        try ResultsWriter.save(ReportChart.historySVG(rows), out)
+        return out
+    }
 }

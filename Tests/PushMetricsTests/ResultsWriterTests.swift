@@ -129,3 +129,29 @@ enum Golden {
         }
     }
 }
+
+@Suite struct EdgeCaseTests {
+    @Test func anEmptyInterruptedClosedLoopRunIsStillWrittenAndReadable() throws {
+        let root = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: root) }
+        var r = RunRecord(label: "empty", startedAt: Fixtures.start, config: RunConfig(rps: nil))
+        r.interrupted = true
+        let folder = try ResultsWriter.write(r, root: root)
+        let s = try JSONValue.parse(Fixtures.text(folder.appendingPathComponent("summary.json")))
+        #expect(s.value(atPath: "config.rps") == .string("max"))
+        #expect(s.value(atPath: "throughput.target_rps") == .null)
+        #expect(s.value(atPath: "throughput.achieved_rps")?.number == 0)
+        #expect(s["interrupted"] == .bool(true))
+        #expect(s.value(atPath: "latency_us.p99")?.integer == 0)
+        let svg = try Fixtures.text(folder.appendingPathComponent("report.svg"))
+        #expect(svg.contains("no per-second data") && svg.contains("(interrupted)") && !svg.contains("nan"))
+        #expect(try Fixtures.text(root.appendingPathComponent("history.csv")).contains(",empty,zerocopy,max,0.0,0,0,0,0,0.000\n"))
+        let back = try LoadedRun.load(folder.path, requireIntervals: true)
+        #expect(back.record.latency.totalCount == 0 && back.record.config.rps == nil)
+        #expect(CompareTool.run(base: folder.path, new: folder.path).status == 0)
+        _ = try RunReport.redraw(folder.path)
+        let merged = root.appendingPathComponent("m")
+        try RunMerger.mergeFolders([folder.path], out: merged)
+        #expect(try LoadedRun.load(merged.path).record.interrupted)
+    }
+}
