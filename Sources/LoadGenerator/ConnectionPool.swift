@@ -49,7 +49,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         cc.slotBodyCapacity = max(1024, (config.template.maxLength + 4095) / 4096 * 4096)
         cc.connectTimeoutMilliseconds = config.connectTimeoutMilliseconds
         clientConfig = cc
-        encoder = makePayloadEncoder(config.encoder, template: config.template)
+        encoder = config.encoderFactory?(config.encoder, config.template) ?? makePayloadEncoder(config.encoder, template: config.template)
         rng = PushRandom(seed: config.seed &+ UInt64(thread) &* 0x9E37_79B9_7F4A_7C15)
         switch config.pushProtocol {
         case .apns:

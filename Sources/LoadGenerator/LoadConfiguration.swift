@@ -66,6 +66,9 @@ public struct LoadConfiguration: Sendable {
     public var pacingQuantumNs: UInt64 = 0
     /// Bound on TCP connect plus the peer's first SETTINGS.
     public var connectTimeoutMilliseconds: UInt64 = 3_000
+    /// Builds each driver thread's payload encoder; nil uses `makePayloadEncoder`. A seam for tests (the
+    /// nightly's deliberately slowed encoder, docs/nightly.md), not a user option.
+    public var encoderFactory: (@Sendable (EncoderVariant, PayloadTemplate) -> any PayloadEncoder)?
 
     /// A configuration with the defaults of `pushbench run`.
     public init(host: String, port: Int, authority: String? = nil, template: PayloadTemplate, tokens: DeviceTokens) {
