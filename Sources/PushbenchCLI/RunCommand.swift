@@ -256,6 +256,10 @@ struct RunExecution {
     func execute() -> Int32 {
         do {
             let (template, tokens, limit) = try loadInputs()
+            if options.encoders.count > 1 {
+                // Several encoders: interleaved rounds and a comparison (EncoderComparisonRun.swift).
+                return try EncoderComparisonExecution(run: self).execute(template: template, tokens: tokens, limit: limit)
+            }
             var status: Int32 = 0
             for (n, encoder) in options.encoders.enumerated() {
                 let label = options.encoders.count > 1 ? "\(options.label)-\(encoder)" : options.label
@@ -299,7 +303,7 @@ struct RunExecution {
     }
 
     /// Where to connect: (numeric host, port, authority).
-    private func resolveTarget(_ url: String) throws(Failure) -> (String, Int, String) {
+    func resolveTarget(_ url: String) throws(Failure) -> (String, Int, String) {
         if url.hasPrefix("https://") {
             throw Failure(status: 2, message: "--target: '\(url)': TLS is not supported yet; use http:// (h2c, prior knowledge)")
         }
@@ -428,7 +432,7 @@ struct RunExecution {
         return 0
     }
 
-    private func makeRecord(_ r: LoadResult, config: LoadConfiguration, label: String, gatewayStats: GatewayStats?) -> RunRecord {
+    func makeRecord(_ r: LoadResult, config: LoadConfiguration, label: String, gatewayStats: GatewayStats?) -> RunRecord {
         var extra: [(String, JSONValue)] = [
             ("warmup_s", .double(options.warmupSeconds)),
             ("tokens", .int(Int64(config.tokens.count))),
