@@ -1,0 +1,183 @@
+import Foundation
+import LoadGenerator
+import MockGateway
+import PushMetrics
+import PushPayload
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `pushbench --encoder a,b,c …`: the variants in interleaved rounds against one target (one embedded
+/// gateway for all), one run folder per variant (label `<label>-<encoder>`), then a comparison folder
+/// (comparison.md, comparison.svg, comparison.json) and the table on the terminal (docs/nightly.md).
+struct EncoderComparisonExecution {
+    let run: RunExecution
+    var options: RunOptions { run.options }
+
+    typealias Failure = RunExecution.Failure
+
+    func execute(template: PayloadTemplate, tokens: DeviceTokens, limit: Int) throws(Failure) -> Int32 {
+        let names = options.encoders
+        if let twice = names.enumerated().first(where: { i, n in names[..<i].contains(n) })?.element {
+            throw Failure(status: 2, message: "--encoder: '\(twice)' is given twice")
+        }
+        let variants = names.map { EncoderVariant(rawValue: $0)! }
+        let environment = ProcessInfo.processInfo.environment
+        var roundNs = ComparisonSchedule.defaultRoundNs
+        if let text = environment[ComparisonSchedule.roundEnvironmentVariable], !text.isEmpty {
+            guard let ns = ComparisonSchedule.parseDuration(text) else {
+                throw Failure(status: 2, message: "\(ComparisonSchedule.roundEnvironmentVariable)='\(text)' is not a time (250ms, 1s)")
+            }
+            roundNs = ns
+        }
+        let slowdown: TestSlowdown?
+        do { slowdown = try TestSlowdown.fromEnvironment(environment) } catch {
+            throw Failure(status: 2, message: error.description)
+        }
+        if let s = slowdown {
+            printError("pushbench: \(TestSlowdown.environmentVariable) is set: encoder \(s.variant.rawValue) spins "
+                       + "\(s.nanoseconds / 1000) µs per payload (a test of the regression gate, not a measurement)")
+        }
+
+        var gateway: EmbeddedGateway?
+        let host: String, port: Int, authority: String
+        if let target = options.target {
+            (host, port, authority) = try run.resolveTarget(target)
+        } else {
+            let gatewayConfig: GatewayConfiguration
+            do { gatewayConfig = try GatewayConfiguration.parse(options.gatewayArguments) } catch {
+                throw Failure(status: 2, message: "--gateway-arg: \(error.message)")
+            }
+            do { gateway = try EmbeddedGateway.start(gatewayConfig) } catch {
+                throw Failure(status: 3, message: "cannot start the embedded gateway: \(error)")
+            }
+            host = gateway!.host
+            port = gateway!.port
+            authority = "\(host):\(port)"
+        }
+        defer { gateway?.stop() }
+
+        var config = makeConfiguration(host: host, port: port, authority: authority, template: template,
+                                       tokens: tokens, limit: limit)
+        slowdown?.apply(to: &config)
+        let warmupNs = UInt64(options.warmupSeconds * 1e9)
+        let schedule: [ComparisonRound]
+        if let n = options.requests {
+            // Open loop: as many requests as one round's worth of time; closed loop: ten rounds per variant.
+            let perRound = config.rate.map { max(1, Int(Double($0) * Double(roundNs) / 1e9)) } ?? max(1, (n + 9) / 10)
+            schedule = ComparisonSchedule.rounds(variants: variants.count, requests: n, perRound: perRound, warmupNs: warmupNs)
+        } else {
+            schedule = ComparisonSchedule.rounds(variants: variants.count, durationNs: config.durationNs, roundNs: roundNs,
+                                                 warmupNs: warmupNs)
+        }
+
+        interruptRequested.store(false, ordering: .relaxed)
+        let previous = signal(SIGINT) { _ in
+            if interruptRequested.exchange(true, ordering: .relaxed) { _exit(130) }
+        }
+        defer { signal(SIGINT, previous) }
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+
+        let talk = !options.quiet && !options.json
+        var display = ProgressDisplay(quiet: options.quiet, json: options.json)
+        let ab: EncoderComparisonResult
+        do {
+            ab = try EncoderComparison.run(
+                config, variants: variants, schedule: schedule, gatewayStats: gateway.map { g in { g.stats() } },
+                roundStarted: { r in
+                    display.finish()
+                    display = ProgressDisplay(quiet: options.quiet, json: options.json)
+                    if talk && !display.terminal {
+                        printOut("round \(r.index + 1)/\(schedule.count): \(names[r.variant])")
+                    }
+                },
+                progress: { snapshot, elapsed in display.show(snapshot, elapsed: elapsed) },
+                shouldStop: { interruptRequested.load(ordering: .relaxed) })
+        } catch {
+            display.finish()
+            throw Failure(status: error.unreachable ? 3 : 1, message: "target unreachable: \(error.description)")
+        }
+        display.finish()
+        _ = gateway?.stop()
+
+        let root = URL(fileURLWithPath: options.outputRoot)
+        let roundOrder = ab.rounds.map { names[$0.variant] }
+        var entries: [VariantComparison.Entry] = []
+        for v in ab.variants {
+            var variantConfig = config
+            variantConfig.encoder = v.variant
+            let label = "\(options.label)-\(v.variant.rawValue)"
+            var record = run.makeRecord(v.result, config: variantConfig, label: label, gatewayStats: v.gateway)
+            // The process's CPU during this variant's rounds, not the whole invocation's.
+            record.extra.removeAll { $0.0 == "cpu_process" }
+            var ab: [(String, JSONValue)] = [
+                ("variants", .array(names.map { .string($0) })),
+                ("reference", .string(names[0])),
+                ("rounds", .int(Int64(v.rounds))),
+                ("round_s", .double(Double(roundNs) / 1e9)),
+                ("pushes", .int(Int64(v.pushes))),
+                ("driver_cpu_s", .double(Self.round3(v.driverCPUSeconds))),
+                ("cpu_s_per_million", v.cpuSecondsPerMillion.map { .double(Self.round3($0)) } ?? .null),
+                ("process_cpu_s", .double(Self.round3(v.processCPUSeconds))),
+            ]
+            if let s = slowdown, s.variant == v.variant {
+                ab.append(("test_slowdown_us", .double(Double(s.nanoseconds) / 1000)))
+            }
+            record.extra.append(("ab", .object(ab)))
+            let folder: URL
+            do { folder = try ResultsWriter.write(record, root: root) } catch {
+                throw Failure(status: 1, message: "cannot write the results: \(error)")
+            }
+            entries.append(VariantComparison.Entry(name: v.variant.rawValue, runID: folder.lastPathComponent, record: record,
+                                                   cpuSecondsPerMillion: v.cpuSecondsPerMillion, rounds: v.rounds))
+            if talk { printOut("\(folder.path)\(record.interrupted ? "  (interrupted)" : "")") }
+        }
+        let comparison = VariantComparison(label: options.label, entries: entries, roundOrder: roundOrder,
+                                           roundSeconds: Double(roundNs) / 1e9)
+        let folder: URL
+        do { folder = try comparison.write(root: root) } catch {
+            throw Failure(status: 1, message: "cannot write the comparison: \(error)")
+        }
+        if options.json {
+            printOut(comparison.json(comparisonID: folder.lastPathComponent).render())
+        } else if !options.quiet {
+            printOut("")
+            printOut(String(comparison.table(markdown: false).dropLast()))
+            printOut("\(folder.path)  (comparison.md, comparison.svg)\(ab.interrupted ? "  (interrupted)" : "")")
+        }
+        return 0
+    }
+
+    /// The load configuration of `pushbench run` for these options (the encoder is set per round).
+    private func makeConfiguration(host: String, port: Int, authority: String, template: PayloadTemplate,
+                                   tokens: DeviceTokens, limit: Int) -> LoadConfiguration {
+        var config = LoadConfiguration(host: host, port: port, authority: authority, template: template, tokens: tokens)
+        config.pushProtocol = PushProtocol(rawValue: options.pushProtocol)!
+        if case .perSecond(let n) = options.rate { config.rate = n } else { config.rate = nil }
+        config.durationNs = UInt64(options.durationSeconds * 1e9)
+        config.warmupNs = UInt64(options.warmupSeconds * 1e9)
+        config.requests = options.requests
+        config.connections = options.connections
+        config.streams = options.streams
+        config.threads = options.threads
+        config.payloadLimit = limit
+        config.sendOversize = options.sendOversize
+        config.topic = options.topic
+        config.pushType = options.pushType
+        config.priority = options.priority
+        config.expiration = options.expiration
+        config.collapseID = options.collapseID
+        config.project = options.project
+        config.retries = options.retries
+        config.seed = options.seed
+        if let q = ProcessInfo.processInfo.environment["PUSHBENCH_PACER_QUANTUM_US"], let us = UInt64(q) {
+            config.pacingQuantumNs = us * 1000
+        }
+        return config
+    }
+
+    static func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
+}

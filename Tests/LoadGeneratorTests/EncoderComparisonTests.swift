@@ -1,0 +1,215 @@
+import Foundation
+import Testing
+import MockGateway
+import PushMetrics
+import PushPayload
+@testable import LoadGenerator
+
+/// Encoder A/B in one invocation: the round-robin schedule, the merged per-variant results against one
+/// embedded gateway, and the CLI's run folders and comparison files. Short rounds and low rates; nothing
+/// here asserts a speed except the deliberately slowed variant, which is slower by construction.
+@Suite(.serialized) struct EncoderComparisonTests {
+    // MARK: Schedule
+
+    @Test func roundsAreRoundRobinUntilEachVariantHasItsTime() {
+        let r = ComparisonSchedule.rounds(variants: 3, durationNs: 2_500_000_000, roundNs: 1_000_000_000, warmupNs: 500_000_000)
+        #expect(r.map(\.variant) == [0, 1, 2, 0, 1, 2, 0, 1, 2])
+        #expect(r.map(\.pass) == [0, 0, 0, 1, 1, 1, 2, 2, 2])
+        #expect(r.map(\.index) == Array(0..<9))
+        #expect(r.map(\.durationNs) == [1, 1, 1, 1, 1, 1, 0.5, 0.5, 0.5].map { UInt64($0 * 1e9) })
+        #expect(r.map(\.warmupNs) == [500_000_000, 500_000_000, 500_000_000, 0, 0, 0, 0, 0, 0])
+        for v in 0..<3 {
+            #expect(r.filter { $0.variant == v }.reduce(0) { $0 + $1.durationNs } == 2_500_000_000)
+        }
+        // Shorter than a round: one round each.
+        #expect(ComparisonSchedule.rounds(variants: 2, durationNs: 300_000_000, roundNs: 1_000_000_000).map(\.durationNs)
+                == [300_000_000, 300_000_000])
+        let q = ComparisonSchedule.rounds(variants: 2, requests: 250, perRound: 100)
+        #expect(q.map(\.variant) == [0, 1, 0, 1, 0, 1])
+        #expect(q.map(\.requests) == [100, 100, 100, 100, 50, 50])
+    }
+
+    @Test func roundLengthsAndSlowdownsParseOrNameTheProblem() throws {
+        #expect(ComparisonSchedule.parseDuration("250ms") == 250_000_000)
+        #expect(ComparisonSchedule.parseDuration("1.5s") == 1_500_000_000)
+        #expect(ComparisonSchedule.parseDuration("20us") == 20_000)
+        #expect(ComparisonSchedule.parseDuration("fast") == nil)
+        #expect(ComparisonSchedule.parseDuration("0s") == nil)
+        #expect(try TestSlowdown.parse("copy:20us") == TestSlowdown(variant: .copy, nanoseconds: 20_000))
+        #expect(try TestSlowdown.fromEnvironment([:]) == nil)
+        do {
+            _ = try TestSlowdown.parse("turbo:1ms")
+            Issue.record("accepted an unknown variant")
+        } catch {
+            #expect(error.description.contains("PUSHBENCH_TEST_SLOW_ENCODER='turbo:1ms'"))
+        }
+        do {
+            _ = try TestSlowdown.parse("copy:soon")
+            Issue.record("accepted a bad time")
+        } catch {
+            #expect(error.description.contains("'soon' is not a time"))
+        }
+    }
+
+    // MARK: Library run
+
+    @Test func variantsRunInTurnAgainstOneGatewayAndMergeExactly() throws {
+        let gw = try EmbeddedGateway.start(GatewayConfiguration.parse([]))
+        defer { gw.stop() }
+        var c = LoadConfiguration(host: gw.host, port: gw.port, template: .defaultAPNs(),
+                                  tokens: DeviceTokens(synthetic: 50, seed: 3))
+        c.rate = 500
+        c.connections = 2
+        c.streams = 20
+        c.drainTimeoutNs = 10_000_000_000
+        let variants: [EncoderVariant] = [.zerocopy, .copy, .foundation]
+        let schedule = ComparisonSchedule.rounds(variants: 3, durationNs: 600_000_000, roundNs: 200_000_000)
+        var started: [Int] = []
+        let ab = try EncoderComparison.run(c, variants: variants, schedule: schedule, gatewayStats: { gw.stats() },
+                                           roundStarted: { started.append($0.variant) })
+        #expect(started == [0, 1, 2, 0, 1, 2, 0, 1, 2])
+        #expect(ab.rounds == schedule)
+        #expect(!ab.interrupted)
+        #expect(ab.variants.map(\.variant) == variants)
+        var gatewayTotal: UInt64 = 0
+        for v in ab.variants {
+            let r = v.result
+            #expect(v.rounds == 3)
+            // 500 rps × 3 rounds of 0.2 s, every request answered 200 by the one gateway.
+            #expect(r.measured.sent == 300, "\(v.variant)")
+            #expect(r.measured.succeeded == 300, "\(v.variant)")
+            #expect(r.measured.check())
+            #expect(r.latency.totalCount == 300)
+            #expect(abs(r.measuredSeconds - 0.6) < 0.3)
+            #expect(r.intervals.reduce(0) { $0 + $1.completed } == 300)
+            #expect(v.gateway?.requests == 300)
+            #expect(v.pushes == 300)
+            #expect(v.driverCPUSeconds > 0)
+            #expect((v.cpuSecondsPerMillion ?? 0) > 0)
+            gatewayTotal += v.gateway?.requests ?? 0
+        }
+        #expect(gatewayTotal == gw.stats().requests)
+    }
+
+    // MARK: Command line
+
+    private static var binary: URL? {
+        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let candidate = exe.deletingLastPathComponent().appendingPathComponent("pushbench")
+        return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
+    }
+
+    private func pushbench(_ args: [String], environment extra: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
+        let bin = try #require(Self.binary, "build the pushbench binary first (swift build --build-tests)")
+        let p = Process()
+        p.executableURL = bin
+        p.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: TestSlowdown.environmentVariable)
+        env.removeValue(forKey: ComparisonSchedule.roundEnvironmentVariable)
+        for (k, v) in extra { env[k] = v }
+        p.environment = env
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    private func tempDir() -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-ab-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    private func json(_ url: URL) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any], "\(url.path)")
+    }
+
+    /// Runs `pushbench --encoder zerocopy,copy` in 250 ms rounds, copy slowed by 5 ms of CPU per payload,
+    /// and returns the results root.
+    private func slowedABRun() throws -> URL {
+        let out = tempDir()
+        let r = try pushbench(["--encoder", "zerocopy,copy", "--rps", "100", "--duration", "1s", "--connections", "2",
+                               "--label", "ab", "--out", out.path],
+                              environment: [ComparisonSchedule.roundEnvironmentVariable: "250ms",
+                                            TestSlowdown.environmentVariable: "copy:5ms"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.err.contains("PUSHBENCH_TEST_SLOW_ENCODER is set"))
+        #expect(r.out.contains("verdict vs ref"), "the table is printed: \(r.out)")
+        return out
+    }
+
+    @Test func abRunWritesAFolderPerVariantAndAComparisonAndFlagsTheSlowedVariant() throws {
+        let out = try slowedABRun()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let fm = FileManager.default
+        let comparison = out.appendingPathComponent("latest-comparison")
+        for file in ["comparison.md", "comparison.svg", "comparison.json"] {
+            #expect(fm.fileExists(atPath: comparison.appendingPathComponent(file).path), "\(file)")
+        }
+        #expect(comparison.resolvingSymlinksInPath().lastPathComponent.hasSuffix("-ab-comparison"))
+        let c = try json(comparison.appendingPathComponent("comparison.json"))
+        // Rounds alternate: zerocopy, copy, zerocopy, copy, … four 250 ms rounds each.
+        #expect(c["rounds"] as? [String] == Array(repeating: ["zerocopy", "copy"], count: 4).flatMap { $0 })
+        #expect(c["reference"] as? String == "zerocopy")
+        let variants = try #require(c["variants"] as? [[String: Any]])
+        #expect(variants.map { $0["encoder"] as? String } == ["zerocopy", "copy"])
+        var folders: [URL] = []
+        for v in variants {
+            let id = try #require(v["run_id"] as? String)
+            #expect(id.hasSuffix("-ab-\(v["encoder"] as? String ?? "?")"))
+            let folder = out.appendingPathComponent(id)
+            folders.append(folder)
+            for file in ["summary.json", "latency.hgrm", "latency.hlog", "timeline.csv", "report.svg"] {
+                #expect(fm.fileExists(atPath: folder.appendingPathComponent(file).path), "\(id)/\(file)")
+            }
+            let s = try json(folder.appendingPathComponent("summary.json"))
+            let requests = try #require(s["requests"] as? [String: Any])
+            #expect(requests["sent"] as? Int == 100, "\(id): 100 rps × 1 s")
+            #expect((s["config"] as? [String: Any])?["encoder"] as? String == v["encoder"] as? String)
+            let ab = try #require(s["ab"] as? [String: Any])
+            #expect(ab["rounds"] as? Int == 4)
+            #expect((ab["cpu_s_per_million"] as? Double ?? 0) > 0)
+            #expect((s["reconciliation"] as? [String: Any])?["consistent"] as? Bool == true)
+        }
+        let history = try String(contentsOf: out.appendingPathComponent("history.csv"), encoding: .utf8)
+        #expect(history.split(separator: "\n").count == 3, "header + one row per variant")
+        let md = try String(contentsOf: comparison.appendingPathComponent("comparison.md"), encoding: .utf8)
+        #expect(md.contains("| zerocopy |") && md.contains("| copy |"))
+        let svg = try String(contentsOf: comparison.appendingPathComponent("comparison.svg"), encoding: .utf8)
+        #expect(svg.components(separatedBy: "<polyline").count - 1 == 2, "one percentile curve per variant")
+
+        // The slowed variant burns 5 ms per payload: the comparison flags it against the reference …
+        let copy = variants[1]
+        #expect((copy["regressions_vs_reference"] as? [String] ?? []).contains("p50"))
+        #expect((copy["p50_us"] as? Int ?? 0) >= 5_000)
+        #expect((copy["cpu_s_per_million"] as? Double ?? 0) > (variants[0]["cpu_s_per_million"] as? Double ?? .infinity))
+        // … and `pushbench compare`, the nightly's gate, exits 1 on it and 0 on a run against itself.
+        let gate = CompareTool.run(base: folders[0].path, new: folders[1].path)
+        #expect(gate.status == 1, "\(gate.output)")
+        #expect(gate.output.contains("REGRESSION"))
+        #expect(CompareTool.run(base: folders[0].path, new: folders[0].path).status == 0)
+        let cli = try pushbench(["compare", folders[0].path, folders[1].path, "--markdown"])
+        #expect(cli.status == 1, "\(cli.out)\(cli.err)")
+    }
+
+    @Test func abRunRejectsBadInputWithExitTwo() throws {
+        let out = tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let twice = try pushbench(["--encoder", "copy,copy", "--duration", "1s", "--out", out.path, "--quiet"])
+        #expect(twice.status == 2)
+        #expect(twice.err.contains("'copy' is given twice"))
+        let slow = try pushbench(["--encoder", "zerocopy,copy", "--duration", "1s", "--out", out.path, "--quiet"],
+                                 environment: [TestSlowdown.environmentVariable: "copy"])
+        #expect(slow.status == 2)
+        #expect(slow.err.contains(TestSlowdown.environmentVariable))
+        let round = try pushbench(["--encoder", "zerocopy,copy", "--duration", "1s", "--out", out.path, "--quiet"],
+                                  environment: [ComparisonSchedule.roundEnvironmentVariable: "often"])
+        #expect(round.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("latest").path))
+    }
+}
