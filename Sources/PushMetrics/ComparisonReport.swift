@@ -185,7 +185,7 @@ public struct VariantComparison {
         let width = ReportChart.width
         let barRows = Double(Swift.max(entries.count, 1))
         let barsY = 600.0, barH = 26.0
-        var svg = SVG(width: width, height: barsY + 70 + barRows * (barH + 10) + 40)
+        var svg = SVG(width: width, height: barsY + barRows * (barH + 10) + 10 + 40)
         svg.text(24, 34, "pushbench encoder comparison \(comparisonID)", size: 20, weight: "bold")
         if let c = entries.first?.record.config {
             let rate = c.rps.map { "target \(ReportChart.grouped(Double($0))) rps" } ?? "closed loop (rps max)"
