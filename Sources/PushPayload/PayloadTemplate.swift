@@ -93,6 +93,10 @@ public final class PayloadTemplate: @unchecked Sendable {
     public var staticLength: Int { staticBytes.count }
     /// The largest output under the options the template was loaded with.
     public let maxLength: Int
+    /// The largest output for any request when the template has no variable-length string slot
+    /// (`{{token}}`, `{{text}}`), else nil. When the slot is at least this big, the zerocopy
+    /// encoder skips the length pass.
+    public let lengthBound: Int?
 
     /// The bytes of the default APNs template: Apple's and Firebase's example plus a message id.
     public static let defaultAPNsText = PushNotification.example.templateJSON()
@@ -111,6 +115,24 @@ public final class PayloadTemplate: @unchecked Sendable {
     /// The default FCM template, compiled (FCM registration tokens run to ~160 bytes).
     public static func defaultFCM(options: TemplateOptions = .init(maxTokenLength: 256)) -> PayloadTemplate {
         try! PayloadTemplate(text: defaultFCMText, file: "<default fcm template>", options: options)
+    }
+
+    /// The template of a run: the file at `path`, or the protocol's default template when `path` is
+    /// nil, checked against the protocol's size limit.
+    ///
+    ///     let t = try PayloadTemplate.forRun(path: options.payload, protocol: .apns, pushType: .alert,
+    ///                                        maxTokenLength: tokens.maxLength)
+    public static func forRun(path: String?, protocol proto: PushProtocol, pushType: APNsPushType = .alert,
+                              fcmTopic: Bool = false, maxTokenLength: Int, maxTextLength: Int = 0,
+                              allowOversize: Bool = false) throws(TemplateError) -> PayloadTemplate {
+        let options = TemplateOptions(limit: PayloadLimits.limit(for: proto, pushType: pushType, topic: fcmTopic),
+                                      maxTokenLength: maxTokenLength, maxTextLength: maxTextLength,
+                                      allowOversize: allowOversize)
+        if let path { return try PayloadTemplate(path: path, options: options) }
+        switch proto {
+        case .apns: return try PayloadTemplate(text: defaultAPNsText, file: "<default apns template>", options: options)
+        case .fcm: return try PayloadTemplate(text: defaultFCMText, file: "<default fcm template>", options: options)
+        }
     }
 
     /// Loads and compiles a template file.
@@ -158,6 +180,8 @@ public final class PayloadTemplate: @unchecked Sendable {
             }
         }
         maxLength = worst
+        lengthBound = slotList.contains { $0 == .token || $0 == .text } ? nil
+            : out.count + slotList.reduce(0) { $0 + ($1.isNumber ? 20 : PushUUID.textLength) }
         if let limit = options.limit, worst > limit, !options.allowOversize {
             let (line, column) = compiled.largestPadPosition ?? (1, 1)
             throw TemplateError(file: file, line: line, column: column, reason:

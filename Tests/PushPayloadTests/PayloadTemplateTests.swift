@@ -26,6 +26,8 @@ import Testing
         // Keys come out sorted (the canonical order every encoder shares).
         #expect(out == #"{"aps":{"alert":{"body":"great match!","title":"Portugal vs. Denmark"},"badge":1},"customKey":"customValue","message_id":"123e4567-e89b-42d3-a456-426614174000"}"#)
         #expect(t.placeholders == [.messageID])
+        #expect(t.lengthBound == 160 && t.staticLength == 124)
+        #expect(PayloadTemplate.defaultFCM().lengthBound == nil)  // {{token}} has no fixed bound
         #expect(t.encodedLength(RequestContext(seq: 1, messageID: uuid)) == out.utf8.count)
     }
 
@@ -121,5 +123,18 @@ import Testing
         #expect(PayloadLimits.apns(.alert) == 4096 && PayloadLimits.apns(.voip) == 5120)
         #expect(PayloadLimits.limit(for: .fcm) == 4096 && PayloadLimits.limit(for: .fcm, topic: true) == 2048)
         #expect(PayloadLimits.limit(for: .apns, pushType: .background) == 4096)
+    }
+
+    @Test func runTemplateDefaultsPerProtocolAndUsesTheRightLimit() throws {
+        let apns = try PayloadTemplate.forRun(path: nil, protocol: .apns, maxTokenLength: 64)
+        #expect(apns.placeholders == [.messageID])
+        let fcm = try PayloadTemplate.forRun(path: nil, protocol: .fcm, maxTokenLength: 163)
+        #expect(fcm.placeholders.contains(.token))
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pb-run-\(getpid()).json").path
+        try Data("{\"p\":\"{{pad:3000}}\"}".utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try PayloadTemplate.forRun(path: path, protocol: .fcm, maxTokenLength: 64).maxLength == 3008)
+        #expect(throws: TemplateError.self) { try PayloadTemplate.forRun(path: path, protocol: .fcm, fcmTopic: true, maxTokenLength: 64) }
+        #expect(try PayloadTemplate.forRun(path: path, protocol: .fcm, fcmTopic: true, maxTokenLength: 64, allowOversize: true).maxLength == 3008)
     }
 }
