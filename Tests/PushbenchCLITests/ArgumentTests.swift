@@ -1,0 +1,56 @@
+import Testing
+@testable import PushbenchCLI
+
+@Suite struct ArgumentTests {
+    @Test func parsesValuesFlagsAndEqualsForm() throws {
+        let a = try ParsedArguments(["--rps=500", "--quiet", "--label", "x", "pos"],
+                                    options: [.value("--rps"), .flag("--quiet"), .value("--label")])
+        #expect(a.value("--rps") == "500")
+        #expect(a.flag("--quiet"))
+        #expect(a.value("--label") == "x")
+        #expect(a.positionals == ["pos"])
+    }
+
+    @Test func unknownOptionIsNamed() {
+        #expect(throws: UsageError("unknown option '--rsp'")) {
+            _ = try ParsedArguments(["--rsp", "5"], options: [.value("--rps")])
+        }
+    }
+
+    @Test func missingValueIsNamed() {
+        #expect(throws: UsageError("--rps: needs a value")) {
+            _ = try ParsedArguments(["--rps"], options: [.value("--rps")])
+        }
+    }
+
+    @Test func durations() throws {
+        #expect(try ValueParser.duration("10s", option: "--d") == 10)
+        #expect(try ValueParser.duration("500ms", option: "--d") == 0.5)
+        #expect(try ValueParser.duration("2m", option: "--d") == 120)
+        #expect(try ValueParser.duration("3", option: "--d") == 3)
+        #expect(throws: UsageError("--d: 'soon' is not a duration (use e.g. 10s, 500ms, 2m)")) {
+            _ = try ValueParser.duration("soon", option: "--d")
+        }
+    }
+
+    @Test func runOptionsValidate() throws {
+        let run = try RunCommand(arguments: ParsedArguments(["--rps", "max", "--encoder", "copy,zerocopy", "--tokens", "50"],
+                                                            options: RunCommand.options))
+        #expect(run.options.rate == .max)
+        #expect(run.options.encoders == ["copy", "zerocopy"])
+        #expect(run.options.tokens == .synthetic(50))
+        #expect(throws: UsageError("--rps: 'fast' is not a number or 'max'")) {
+            _ = try RunCommand(arguments: ParsedArguments(["--rps", "fast"], options: RunCommand.options))
+        }
+        #expect(throws: UsageError("--encoder: 'json' is not one of zerocopy, copy, foundation")) {
+            _ = try RunCommand(arguments: ParsedArguments(["--encoder", "json"], options: RunCommand.options))
+        }
+    }
+
+    @Test func mainReturnsTwoForUsageErrorsAndZeroForHelp() {
+        #expect(PushbenchMain.run(["pushbench", "--bogus"]) == 2)
+        #expect(PushbenchMain.run(["pushbench", "nosuch"]) == 2)
+        #expect(PushbenchMain.run(["pushbench", "compare", "--help"]) == 0)
+        #expect(PushbenchMain.run(["pushbench", "--connections", "0"]) == 2)
+    }
+}

@@ -1,6 +1,0 @@
-import Testing
-@testable import PushbenchCLI
-
-@Suite struct PushbenchCLISmokeTests {
-    @Test func moduleLinks() { #expect(Bool(true)) }
-}
