@@ -3,15 +3,22 @@ import Foundation
 /// A JSON value whose objects keep their key order, so summary.json reads in the order of the
 /// design's contract. Parsing and printing are self-contained (no JSONSerialization number quirks).
 public enum JSONValue: Equatable, Sendable {
+    /// `null`.
     case null
+    /// `true` / `false`.
     case bool(Bool)
+    /// A number without fraction or exponent that fits in 64 bits.
     case int(Int64)
+    /// Any other number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
     /// Ordered key/value pairs.
     case object([(String, JSONValue)])
 
+    /// Structural equality; `1` equals `1.0`.
     public static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
         case (.null, .null): return true

@@ -121,7 +121,7 @@ public struct LoadedRun {
         let service = try seconds(serviceURL)
         var rows: [Int: [String: Int64]] = [:]
         if fm.fileExists(atPath: csvURL.path) {
-            let lines = try readText(csvURL).split(separator: "\n").map(String.init)
+            let lines = try readText(csvURL).split(whereSeparator: \.isNewline).map(String.init)
             guard let header = lines.first?.split(separator: ",").map(String.init) else {
                 throw ResultsError("\(csvURL.path): empty file")
             }

@@ -18,12 +18,19 @@ public struct ResultsError: Error, CustomStringConvertible {
 public enum ResultsWriter {
     /// Names of the files in a run folder.
     public enum File {
+        /// Config, counts, throughput, percentiles, cpu, memory, whole-run histograms.
         public static let summary = "summary.json"
+        /// Percentile distribution of corrected latency (ms).
         public static let hgrm = "latency.hgrm"
+        /// Interval log of corrected latency (µs, one histogram per second).
         public static let hlog = "latency.hlog"
+        /// Interval log of service time (µs, one histogram per second).
         public static let serviceHlog = "service_time.hlog"
+        /// One row per second.
         public static let timeline = "timeline.csv"
+        /// The charts.
         public static let svg = "report.svg"
+        /// The charts and tables.
         public static let html = "report.html"
     }
 
@@ -42,8 +49,13 @@ public enum ResultsWriter {
         }
         let folder = root.appendingPathComponent(id)
         try writeFolder(record, runID: id, to: folder)
-        try pointLatest(root: root, at: id)
-        try appendHistory(root: root, runID: id, record: record)
+        do {
+            try pointLatest(root: root, at: id)
+            try appendHistory(root: root, runID: id, record: record)
+        } catch let e as ResultsError {
+            // The measurements are safe on disk; say so, so nobody reruns for nothing.
+            throw ResultsError("\(e.description) (the run itself was written to \(folder.path))")
+        }
         return folder
     }
 

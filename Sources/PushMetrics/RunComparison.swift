@@ -84,8 +84,10 @@ public struct RunComparison {
     public let rows: [Row]
     /// Notes on differences that make the comparison less fair (config, interrupted).
     public let notes: [String]
-    /// Names of the two runs.
-    public let baseName: String, newName: String
+    /// Name of the BASE run (its run id).
+    public let baseName: String
+    /// Name of the NEW run (its run id).
+    public let newName: String
 
     /// True when any gated metric regressed past its threshold.
     public var regressed: Bool { rows.contains { $0.verdict == .regression } }
@@ -158,7 +160,7 @@ public struct RunComparison {
 
     /// The table as plain text (`markdown: false`) or a GitHub-flavoured Markdown comment.
     public func render(markdown: Bool) -> String {
-        let header = ["metric", baseName, newName, "change", "threshold", "verdict"]
+        let header = ["metric", "BASE", "NEW", "change", "threshold", "verdict"]
         let cells = rows.map { r -> [String] in
             [r.metric.label, Self.number(r.base), Self.number(r.new), Self.change(r), Self.threshold(r), r.verdict.rawValue]
         }
@@ -168,6 +170,7 @@ public struct RunComparison {
             : "\(regressions.count) regression\(regressions.count == 1 ? "" : "s"): \(regressions.joined(separator: ", "))"
         if markdown {
             var out = "### pushbench compare: \(regressions.isEmpty ? "✅" : "❌") \(headline)\n\n"
+            out += "BASE `\(baseName)` → NEW `\(newName)`\n\n"
             out += "| " + header.joined(separator: " | ") + " |\n"
             out += "|---|---:|---:|---:|---:|---|\n"
             for (r, c) in zip(rows, cells) {
@@ -185,7 +188,7 @@ public struct RunComparison {
                 return i == 0 || i == 5 ? s + pad : pad + s
             }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
         }
-        var out = "compare: \(headline)\n"
+        var out = "compare: \(headline)\nBASE: \(baseName)\nNEW:  \(newName)\n"
         out += line(header) + "\n"
         for c in cells { out += line(c) + "\n" }
         for n in notes { out += "note: \(n)\n" }
@@ -208,5 +211,42 @@ public struct RunComparison {
         guard let t = r.threshold else { return "-" }
         if t == 0 { return r.metric.higherIsBetter ? "any drop" : "any rise" }
         return (r.metric.higherIsBetter ? "-" : "+") + String(format: "%g%%", t)
+    }
+}
+
+/// `pushbench compare` without the command line: loads both runs, compares, and returns the exit
+/// status (0 no regression, 1 regression, 2 bad input) with the text to print.
+public enum CompareTool {
+    /// What the command prints and returns.
+    public struct Outcome: Sendable {
+        /// 0: no regression; 1: NEW regressed past a threshold; 2: bad input.
+        public var status: Int32
+        /// The table (stdout); empty on bad input.
+        public var output: String
+        /// The error (stderr), naming the file or option and the reason.
+        public var error: String?
+    }
+
+    /// Compares BASE and NEW (run folders or summary.json files) with `thresholdSpecs` (`METRIC=PCT`).
+    public static func run(base: String, new: String, thresholdSpecs: [String] = [], markdown: Bool = false) -> Outcome {
+        var thresholds: [String: Double] = [:]
+        for spec in thresholdSpecs {
+            do {
+                let (name, pct) = try RunComparison.parseThreshold(spec)
+                thresholds[name] = pct
+            } catch {
+                return Outcome(status: 2, output: "", error: "--threshold: \(error)")
+            }
+        }
+        let b: LoadedRun, n: LoadedRun
+        do {
+            b = try LoadedRun.load(base)
+            n = try LoadedRun.load(new)
+        } catch {
+            return Outcome(status: 2, output: "", error: "\(error)")
+        }
+        let c = RunComparison(base: b.summary, new: n.summary, thresholds: thresholds,
+                              baseName: b.runID.isEmpty ? "BASE" : b.runID, newName: n.runID.isEmpty ? "NEW" : n.runID)
+        return Outcome(status: c.regressed ? 1 : 0, output: c.render(markdown: markdown), error: nil)
     }
 }

@@ -111,6 +111,7 @@ public struct RunConfig: Sendable, Equatable {
         self.extra = extra
     }
 
+    /// Equal when they render to the same "config" JSON.
     public static func == (a: RunConfig, b: RunConfig) -> Bool {
         a.json == b.json
     }

@@ -60,7 +60,7 @@ import Testing
         let worse = Self.tweak(s, ["latency_us.p99": .int(5_000)])
         let c = RunComparison(base: s, new: worse, baseName: "base", newName: "new")
         let text = c.render(markdown: false)
-        #expect(text.hasPrefix("compare: 1 regression: p99\n"))
+        #expect(text.hasPrefix("compare: 1 regression: p99\nBASE: base\nNEW:  new\n"))
         #expect(text.contains("REGRESSION"))
         let md = c.render(markdown: true)
         #expect(md.hasPrefix("### pushbench compare: ❌ 1 regression: p99"))
@@ -82,6 +82,38 @@ import Testing
         for bad in ["p99", "p98=5", "p99=x", "p99=-1", "=5"] {
             #expect(throws: RunComparison.ThresholdError.self) { try RunComparison.parseThreshold(bad) }
         }
+    }
+}
+
+@Suite struct CompareToolTests {
+    @Test func exitCodesForIdenticalBetterWorseAndBadInput() throws {
+        let root = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let base = try ResultsWriter.write(Fixtures.record(label: "base"), root: root)
+        let same = try ResultsWriter.write(Fixtures.record(label: "same"), root: root)
+        let better = try ResultsWriter.write(Fixtures.record(label: "better", rate: 550), root: root)
+        let worse = try ResultsWriter.write(Fixtures.record(label: "worse", slowSecond: 4), root: root)
+        #expect(CompareTool.run(base: base.path, new: same.path).status == 0)
+        #expect(CompareTool.run(base: base.path, new: better.path).status == 0)
+        let w = CompareTool.run(base: base.path, new: worse.appendingPathComponent("summary.json").path, markdown: true)
+        #expect(w.status == 1)
+        #expect(w.output.contains("**REGRESSION**"))
+        #expect(CompareTool.run(base: base.path, new: worse.path, thresholdSpecs: ["p99=100000", "p999=100000"]).status == 0)
+
+        let missing = CompareTool.run(base: base.path, new: root.appendingPathComponent("nope").path)
+        #expect(missing.status == 2)
+        #expect(missing.error?.contains("nope: no such file or directory") == true)
+        let junk = root.appendingPathComponent("junk.json")
+        try Data("{\"run_id\": 1,".utf8).write(to: junk)
+        let bad = CompareTool.run(base: junk.path, new: base.path)
+        #expect(bad.status == 2)
+        #expect(bad.error?.contains("junk.json: not valid JSON") == true)
+        let other = root.appendingPathComponent("other.json")
+        try Data("{\"hello\": 1}".utf8).write(to: other)
+        #expect(CompareTool.run(base: base.path, new: other.path).error?.contains("other.json: missing key \"run_id\"") == true)
+        let t = CompareTool.run(base: base.path, new: same.path, thresholdSpecs: ["p99=lots"])
+        #expect(t.status == 2)
+        #expect(t.error?.hasPrefix("--threshold: 'p99=lots'") == true)
     }
 }
 

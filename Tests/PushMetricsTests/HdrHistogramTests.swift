@@ -1,5 +1,7 @@
 import Foundation
 import CAllocCounter
+import Dispatch
+import Synchronization
 import Testing
 @testable import PushMetrics
 
@@ -120,6 +122,26 @@ enum Distributions {
         let coarse = try! HdrHistogram(lowestDiscernibleValue: 1, highestTrackableValue: 10_000_000_000, significantDigits: 2)
         coarse.add(whole)
         #expect(coarse.totalCount == whole.totalCount)
+    }
+
+    @Test func threadsRecordIntoTheirOwnHistogramsAndMergeAtTheEnd() {
+        var rng = SeededRandom(seed: 99)
+        let values = (0..<80_000).map { _ in Int64.random(in: 0...2_000_000, using: &rng) }
+        let threads = 4
+        // EncodedHistogram is the Sendable form in which a finished histogram leaves its thread.
+        let results = Mutex<[EncodedHistogram?]>(Array(repeating: nil, count: threads))
+        DispatchQueue.concurrentPerform(iterations: threads) { t in
+            let h = HdrHistogram.latencyMicroseconds()
+            for i in stride(from: t, to: values.count, by: threads) { h.record(values[i]) }
+            let encoded = EncodedHistogram(h)
+            results.withLock { $0[t] = encoded }
+        }
+        let merged = HdrHistogram.latencyMicroseconds()
+        for e in results.withLock({ $0 }) { merged.add(e!.decode()) }
+        let whole = HdrHistogram.latencyMicroseconds()
+        for v in values { whole.record(v) }
+        #expect(merged.hasSameCounts(as: whole))
+        #expect(merged.valueAtPercentile(99.9) == whole.valueAtPercentile(99.9))
     }
 
     @Test func recordingAllocatesNothing() {

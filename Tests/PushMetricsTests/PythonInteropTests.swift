@@ -169,4 +169,50 @@ struct PythonInteropTests {
         #expect(v["p99"]?.integer == whole.valueAtPercentile(99))
         #expect(v["max"]?.integer == whole.max)
     }
+
+    /// The .hgrm body and footer, recomputed in Python over the Python package's own histogram with
+    /// a transcription of Java's `PercentileIterator` and `outputPercentileDistribution` formats.
+    @Test func hgrmMatchesJavasAlgorithmOverPythonsHistogram() throws {
+        let script = """
+        import sys, math, io
+        from hdrh.histogram import HdrHistogram
+        h = HdrHistogram.decode(sys.argv[1])
+        scale, ticks, d = 1000.0, 5, 3
+        out = io.StringIO()
+        out.write("%12s %14s %10s %14s\\n\\n" % ("Value", "Percentile", "TotalCount", "1/(1-Percentile)"))
+        total = h.get_total_count()
+        idx, running, fresh, level, last = 0, 0, True, 0.0, False
+        while True:
+            if running >= total:
+                if last: break
+                level, last = 100.0, True
+            emitted = False
+            while idx < h.counts_len:
+                c = h.get_count_at_index(idx)
+                if fresh:
+                    running += c; fresh = False
+                if c != 0 and 100.0 * running / total >= level:
+                    v = h.get_highest_equivalent_value(h.get_value_from_index(idx)) / scale
+                    if level != 100.0:
+                        out.write(("%12." + str(d) + "f %2.12f %10d %14.2f\\n") % (v, level / 100, running, 1 / (1 - level / 100)))
+                        level += 100.0 / (ticks * int(math.pow(2, int(math.log(100.0 / (100.0 - level)) / math.log(2)) + 1)))
+                    else:
+                        out.write(("%12." + str(d) + "f %2.12f %10d\\n") % (v, level / 100, running))
+                    emitted = True
+                    break
+                idx += 1; fresh = True
+            if not emitted: break
+        out.write(("#[Mean    = %12.{0}f, StdDeviation   = %12.{0}f]\\n".format(d)) % (h.get_mean_value() / scale, h.get_stddev() / scale))
+        out.write(("#[Max     = %12.{0}f, Total count    = %12d]\\n".format(d)) % (h.get_max_value() / scale, total))
+        out.write("#[Buckets = %12d, SubBuckets     = %12d]\\n" % (h.bucket_count, h.sub_bucket_count))
+        sys.stdout.write(out.getvalue())
+        """
+        for (name, values) in Distributions.all() {
+            let h = HdrHistogram.latencyMicroseconds()
+            for v in values { h.record(v) }
+            let r = try PythonHdrh.run(script, arguments: [HistogramCodec.encodeBase64(h)])
+            #expect(r.status == 0, "python failed: \(r.err)")
+            #expect(r.out == h.percentileDistribution(outputValueUnitScalingRatio: 1000), "\(name): .hgrm differs from Java's algorithm over Python's histogram")
+        }
+    }
 }

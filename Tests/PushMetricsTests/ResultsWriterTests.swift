@@ -116,6 +116,20 @@ enum Golden {
         #expect(text.contains("#[Buckets =           22, SubBuckets     =         2048]"))
     }
 
+    @Test func aBrokenLatestSaysTheRunWasStillWritten() throws {
+        let root = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("latest/occupied"), withIntermediateDirectories: true)
+        do {
+            try ResultsWriter.write(Fixtures.sampleRecord(), root: root)
+            Issue.record("a directory named latest was replaced")
+        } catch let e as ResultsError {
+            #expect(e.description.contains("latest: cannot point at 20261129-120000-fixture"))
+            #expect(e.description.hasSuffix("(the run itself was written to \(root.appendingPathComponent("20261129-120000-fixture").path))"))
+        }
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("20261129-120000-fixture/summary.json").path))
+    }
+
     @Test func writeErrorsNameTheFile() throws {
         let root = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: root) }
@@ -127,5 +141,31 @@ enum Golden {
         } catch let e as ResultsError {
             #expect(e.description.contains(blocker.path))
         }
+    }
+}
+
+@Suite struct EdgeCaseTests {
+    @Test func anEmptyInterruptedClosedLoopRunIsStillWrittenAndReadable() throws {
+        let root = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: root) }
+        var r = RunRecord(label: "empty", startedAt: Fixtures.start, config: RunConfig(rps: nil))
+        r.interrupted = true
+        let folder = try ResultsWriter.write(r, root: root)
+        let s = try JSONValue.parse(Fixtures.text(folder.appendingPathComponent("summary.json")))
+        #expect(s.value(atPath: "config.rps") == .string("max"))
+        #expect(s.value(atPath: "throughput.target_rps") == .null)
+        #expect(s.value(atPath: "throughput.achieved_rps")?.number == 0)
+        #expect(s["interrupted"] == .bool(true))
+        #expect(s.value(atPath: "latency_us.p99")?.integer == 0)
+        let svg = try Fixtures.text(folder.appendingPathComponent("report.svg"))
+        #expect(svg.contains("no per-second data") && svg.contains("(interrupted)") && !svg.contains("nan"))
+        #expect(try Fixtures.text(root.appendingPathComponent("history.csv")).contains(",empty,zerocopy,max,0.0,0,0,0,0,0.000\n"))
+        let back = try LoadedRun.load(folder.path, requireIntervals: true)
+        #expect(back.record.latency.totalCount == 0 && back.record.config.rps == nil)
+        #expect(CompareTool.run(base: folder.path, new: folder.path).status == 0)
+        _ = try RunReport.redraw(folder.path)
+        let merged = root.appendingPathComponent("m")
+        try RunMerger.mergeFolders([folder.path], out: merged)
+        #expect(try LoadedRun.load(merged.path).record.interrupted)
     }
 }
