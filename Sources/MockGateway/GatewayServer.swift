@@ -120,14 +120,14 @@ private func spawnThread(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
 }
 
 /// Per-connection state: the state machine's part plus the timed-GOAWAY timer.
-private final class ConnectionEntry {
+final class ConnectionEntry {
     var state: GatewayConnectionState
     var timer: LoopTimer?
     init(state: GatewayConnectionState) { self.state = state }
 }
 
 /// A response waiting for its latency to pass.
-private struct Delayed {
+struct Delayed {
     var deadline: UInt64
     var sequence: UInt64
     var connection: HTTP2ServerConnection
@@ -141,7 +141,7 @@ private struct Delayed {
 
 /// One event loop of the gateway: the adapter between `HTTP2Server` and ``GatewayStateMachine``.
 /// Loop-confined: created, used and released on its own thread.
-private final class GatewayLoop: HTTP2ServerDelegate {
+final class GatewayLoop: HTTP2ServerDelegate {
     let loop: EventLoop
     var server: HTTP2Server!
     var machine: GatewayStateMachine
