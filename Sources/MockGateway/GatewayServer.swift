@@ -91,6 +91,13 @@ final class GatewayServer: Sendable {
     static func runUntilSignalled(_ configuration: GatewayConfiguration,
                                   onListening: (String) -> Void) throws(GatewayStartError) -> GatewayStats {
         let signalled = DispatchSemaphore(value: 0)
+        // A parent may have started us with these blocked (the mask survives exec); the loop threads
+        // inherit this thread's mask, and libuv's handler must see the signals.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        sigaddset(&unblock, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         let server = try start(configuration, onSignal: { signalled.signal() })
         let shownHost = server.host.contains(":") ? "[\(server.host)]" : server.host
         onListening("\(shownHost):\(server.port)")

@@ -20,6 +20,7 @@ final class Child: @unchecked Sendable {
     // @unchecked: used from the test's thread only; the timeout closure only calls terminate().
     let process = Process()
     let out = Pipe(), err = Pipe()
+    private let lock = NSLock()
     private var outData = Data(), errData = Data()
     private let group = DispatchGroup()
 
@@ -29,10 +30,34 @@ final class Child: @unchecked Sendable {
         try process.run()
         // Drain both pipes while the child runs so a chatty child never blocks on a full pipe.
         group.enter()
-        DispatchQueue.global().async { self.outData = self.out.fileHandleForReading.readDataToEndOfFile(); self.group.leave() }
+        DispatchQueue.global().async {
+            // read(2) directly: FileHandle.availableData traps on EINTR.
+            let fd = self.out.fileHandleForReading.fileDescriptor
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                self.lock.withLock { self.outData.append(contentsOf: buffer[0..<n]) }
+            }
+            self.group.leave()
+        }
         group.enter()
-        DispatchQueue.global().async { self.errData = self.err.fileHandleForReading.readDataToEndOfFile(); self.group.leave() }
+        DispatchQueue.global().async {
+            let fd = self.err.fileHandleForReading.fileDescriptor
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                self.lock.withLock { self.errData.append(contentsOf: buffer[0..<n]) }
+            }
+            self.group.leave()
+        }
     }
+
+    /// Standard output so far.
+    func peekStdout() -> String { lock.withLock { String(decoding: outData, as: UTF8.self) } }
 
     func finish(timeout: Double) -> ProcessResult {
         let done = DispatchSemaphore(value: 0)
@@ -44,8 +69,10 @@ final class Child: @unchecked Sendable {
             _ = done.wait(timeout: .now() + 5)
         }
         _ = group.wait(timeout: .now() + 5)
-        return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errData, as: UTF8.self), timedOut: timedOut)
+        return lock.withLock {
+            ProcessResult(status: process.isRunning ? -1 : process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                          stderr: String(decoding: errData, as: UTF8.self), timedOut: timedOut)
+        }
     }
 }
 
