@@ -20,6 +20,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     private(set) var active: [HTTP2ClientConnection] = []
     private var retired: [HTTP2ClientConnection] = []
     private var cursor = 0
+    private unowned(unsafe) var preferred: HTTP2ClientConnection?
     private var reconnectTimer: LoopTimer?
     private var needsReconnect = false
     private var closing = false
@@ -114,12 +115,15 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     func startRequest(slot: Int32, sequence: Int64) -> StartResult {
         let n = active.count
         var c: HTTP2ClientConnection?
-        for _ in 0..<n {
+        // A stream freed by a response is refilled on the same connection, as h2load does: the new
+        // request joins the write batch of the connection being read, one writev instead of several.
+        if let p = preferred, p.availableStreams > 0 { c = p }
+        if c == nil { for _ in 0..<n {
             let candidate = active[cursor]
             cursor += 1
             if cursor == n { cursor = 0 }
             if candidate.availableStreams > 0 { c = candidate; break }
-        }
+        } }
         guard let c else { return .noStream }
         let token = config.tokens.token(Int(UInt64(bitPattern: sequence) % UInt64(config.tokens.count)))
         let ctx = RequestContext(seq: UInt64(sequence), token: token, messageID: rng.uuid(),
@@ -192,7 +196,9 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
         let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body) : 0
         core.responded(slot: Int32(truncatingIfNeeded: response.context), status: response.status, reason: reason)
+        preferred = connection
         onChange()
+        preferred = nil
     }
 
     func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) {

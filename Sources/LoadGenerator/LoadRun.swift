@@ -55,6 +55,7 @@ final class DriverThread {
     private var state = State.connecting
     private var armedDeadline: UInt64 = 0
     private var periodic = false
+    private var periodNs: UInt64 = 0
     private var drainDeadline: UInt64 = 0
     private let connectDeadline: UInt64
 
@@ -95,7 +96,19 @@ final class DriverThread {
     @inline(__always) private func pump() {
         guard state == .running else { return }
         let next = core.pump()
-        if !periodic, let next, next != armedDeadline {
+        if periodic {
+            // Blocked (every stream busy) or done: no point waking every interval; a response that frees a
+            // stream pumps again, and the timer restarts at the next intended time, in phase with the schedule.
+            if let next {
+                if armedDeadline == 0 {
+                    armedDeadline = next
+                    pacing.start(firstDeadline: next, intervalNanoseconds: periodNs)
+                }
+            } else if armedDeadline != 0 {
+                armedDeadline = 0
+                pacing.stop()
+            }
+        } else if let next, next != armedDeadline {
             armedDeadline = next
             pacing.start(firstDeadline: next, intervalNanoseconds: 0)
         }
@@ -128,10 +141,10 @@ final class DriverThread {
                 let interval = perThread / UInt64(rate)
                 if config.pacingQuantumNs > interval {
                     periodic = true
-                    pacing.start(firstDeadline: core.pacer!.intendedTime(local: 0), intervalNanoseconds: config.pacingQuantumNs)
+                    periodNs = config.pacingQuantumNs
                 } else if perThread % UInt64(rate) == 0 {
                     periodic = true
-                    pacing.start(firstDeadline: core.pacer!.intendedTime(local: 0), intervalNanoseconds: interval)
+                    periodNs = interval
                 }
             }
             pump()
@@ -143,7 +156,7 @@ final class DriverThread {
             let busy = core.tick()
             if !core.generating && drainDeadline == 0 {
                 drainDeadline = now + config.drainTimeoutNs
-                if periodic { pacing.stop() }
+                if periodic { pacing.stop(); armedDeadline = 0 }
             }
             if !busy || (drainDeadline != 0 && now >= drainDeadline) {
                 finish(started: true)

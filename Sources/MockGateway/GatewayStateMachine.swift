@@ -236,9 +236,8 @@ public struct GatewayStateMachine {
         guard let path = request.path, hasPrefix(path, "/3/device/") else { return .badPath }
         let token = token(path)
         if token.isEmpty { return .missingDeviceToken }
-        guard configuration.tokenLength.contains(token.count), token.count & 1 == 0 else { return .badDeviceToken }
-        for c in token where hexValue(c) == nil { return .badDeviceToken }
-        if configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
+        guard configuration.tokenLength.contains(token.count), token.count & 1 == 0, isHex(token) else { return .badDeviceToken }
+        if configuration.unregisteredFraction > 0, configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
         let body = request.body
         if body.isEmpty { return .payloadEmpty }
         if body.count > PayloadLimits.apns(isVoIP ? .voip : .alert) { return .payloadTooLarge }

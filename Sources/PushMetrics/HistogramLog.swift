@@ -172,10 +172,16 @@ public struct EncodedHistogram: Sendable, Equatable {
         max = histogram.max
     }
 
-    /// Decodes a base64 blob, validating it.
+    /// Decodes a base64 blob, validating it; the bytes are kept as they are (no re-compression).
     public init(base64 text: String) throws {
-        let h = try HistogramCodec.decode(base64: text)
-        self.init(h)
+        guard let data = Data(base64Encoded: text.trimmingCharacters(in: .whitespaces)) else {
+            throw HistogramCodecError(description: "not valid base64")
+        }
+        let raw = [UInt8](data)
+        let h = try HistogramCodec.decode(compressed: raw)
+        bytes = raw
+        totalCount = h.totalCount
+        max = h.max
     }
 
     /// The base64 text (`HISTFAAA…`).

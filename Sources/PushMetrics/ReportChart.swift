@@ -43,7 +43,7 @@ public enum ReportChart {
         svg.text(24, 80, headline, size: 13, color: "#222")
 
         percentileChart(&svg, x: 90, y: 110, w: width - 130, h: 380, latency: l, service: s)
-        timelineCharts(&svg, x: 90, y: 560, w: width - 130, intervals: intervals)
+        timelineCharts(&svg, x: 90, y: 560, w: width - 130, intervals: intervals, measuredSeconds: r.measuredSeconds)
         return svg.finish()
     }
 
@@ -95,7 +95,7 @@ public enum ReportChart {
         legend(&svg, right: x + w, y: y - 8, items: curves.map { ($0.1, $0.0.totalCount == 0 ? $0.2 + ": no data" : $0.2, false) } + [("#555", "max", true)])
     }
 
-    static func timelineCharts(_ svg: inout SVG, x: Double, y: Double, w: Double, intervals: [TimelineInterval]) {
+    static func timelineCharts(_ svg: inout SVG, x: Double, y: Double, w: Double, intervals: [TimelineInterval], measuredSeconds: Double) {
         svg.text(x, y - 8, "Per second: throughput and errors", size: 15, weight: "bold")
         let h1 = 180.0, h2 = 180.0, gap = 70.0
         let seconds = intervals.map(\.second)
@@ -103,8 +103,11 @@ public enum ReportChart {
         let xt = niceTicks(x0, x1, 10, minStep: 1)
         func px(_ s: Double) -> Double { x + w * (s - x0) / (x1 - x0) }
 
-        // Throughput panel.
-        let rates = intervals.flatMap { [Double($0.completed), Double($0.sent)] }
+        // Throughput panel. A trailing partial second (the measured phase rarely ends on a whole
+        // second) would plot as a fake collapse of the rate, so only whole seconds are drawn.
+        let wholeSeconds = measuredSeconds > 0 ? Int((measuredSeconds + 1e-6).rounded(.down)) : Int.max
+        let full = intervals.filter { $0.second < wholeSeconds }
+        let rates = full.flatMap { [Double($0.completed), Double($0.sent)] }
         let yt = niceTicks(0, Swift.max(rates.max() ?? 1, 1), 5)
         let ymax = yt.last ?? 1
         func py(_ v: Double) -> Double { y + h1 - h1 * v / ymax }
@@ -115,13 +118,18 @@ public enum ReportChart {
         }
         for t in xt where t >= x0 && t <= x1 { svg.line(px(t), y, px(t), y + h1, stroke: "#eee") }
         let barW = Swift.max(1, w / (x1 - x0) * 0.8)
-        for i in intervals where i.failed + i.transportErrors > 0 {
+        for i in full where i.failed + i.transportErrors > 0 {
             let e = Double(i.failed + i.transportErrors)
             svg.rect(px(Double(i.second) + 0.1), py(e), barW, y + h1 - py(e), fill: colors.errors, stroke: nil, opacity: 0.6)
         }
         let mid = { (i: TimelineInterval) in px(Double(i.second) + 0.5) }
-        svg.polyline(intervals.map { (mid($0), py(Double($0.sent))) }, stroke: colors.sent, width: 1.5, dash: "5,4")
-        svg.polyline(intervals.map { (mid($0), py(Double($0.completed))) }, stroke: colors.latency, width: 2.2)
+        svg.polyline(full.map { (mid($0), py(Double($0.sent))) }, stroke: colors.sent, width: 1.5, dash: "5,4")
+        svg.polyline(full.map { (mid($0), py(Double($0.completed))) }, stroke: colors.latency, width: 2.2)
+        if full.count < intervals.count && measuredSeconds > 0 {
+            let tail = measuredSeconds - Double(wholeSeconds)
+            svg.text(x + w - 8, y + h1 - 8, String(format: "last partial second (%.3f s measured) and drain not drawn as a rate; see timeline.csv", Swift.max(tail, 0)),
+                     size: 11, anchor: "end", color: "#666")
+        }
         svg.text(x - 72, y + h1 / 2, "requests / s", size: 13, anchor: "middle", rotate: -90)
         legend(&svg, right: x + w, y: y - 8, items: [(colors.latency, "completed / s", false), (colors.sent, "sent / s", false),
                                                      (colors.errors, "errors / s (non-2xx + transport)", false)])

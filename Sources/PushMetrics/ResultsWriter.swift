@@ -49,8 +49,13 @@ public enum ResultsWriter {
         }
         let folder = root.appendingPathComponent(id)
         try writeFolder(record, runID: id, to: folder)
-        try pointLatest(root: root, at: id)
-        try appendHistory(root: root, runID: id, record: record)
+        do {
+            try pointLatest(root: root, at: id)
+            try appendHistory(root: root, runID: id, record: record)
+        } catch let e as ResultsError {
+            // The measurements are safe on disk; say so, so nobody reruns for nothing.
+            throw ResultsError("\(e.description) (the run itself was written to \(folder.path))")
+        }
         return folder
     }
 

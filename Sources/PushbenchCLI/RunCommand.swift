@@ -288,15 +288,11 @@ struct RunExecution {
         let proto = PushProtocol(rawValue: options.pushProtocol)!
         let pushType = APNsPushType(rawValue: options.pushType) ?? .alert
         let limit = PayloadLimits.limit(for: proto, pushType: pushType)
-        let templateOptions = TemplateOptions(limit: limit, maxTokenLength: max(64, tokens.maxLength),
-                                              allowOversize: options.sendOversize)
         do throws(TemplateError) {
-            if let path = options.payloadFile {
-                return (try PayloadTemplate(path: path, options: templateOptions), tokens, limit)
-            }
-            let text = proto == .apns ? PayloadTemplate.defaultAPNsText : PayloadTemplate.defaultFCMText
-            return (try PayloadTemplate(text: text, file: "<default \(proto.rawValue) template>", options: templateOptions),
-                    tokens, limit)
+            let template = try PayloadTemplate.forRun(path: options.payloadFile, protocol: proto, pushType: pushType,
+                                                      maxTokenLength: max(64, tokens.maxLength),
+                                                      allowOversize: options.sendOversize)
+            return (template, tokens, limit)
         } catch {
             throw Failure(status: 2, message: error.description)
         }

@@ -116,6 +116,20 @@ enum Golden {
         #expect(text.contains("#[Buckets =           22, SubBuckets     =         2048]"))
     }
 
+    @Test func aBrokenLatestSaysTheRunWasStillWritten() throws {
+        let root = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("latest/occupied"), withIntermediateDirectories: true)
+        do {
+            try ResultsWriter.write(Fixtures.sampleRecord(), root: root)
+            Issue.record("a directory named latest was replaced")
+        } catch let e as ResultsError {
+            #expect(e.description.contains("latest: cannot point at 20261129-120000-fixture"))
+            #expect(e.description.hasSuffix("(the run itself was written to \(root.appendingPathComponent("20261129-120000-fixture").path))"))
+        }
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("20261129-120000-fixture/summary.json").path))
+    }
+
     @Test func writeErrorsNameTheFile() throws {
         let root = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: root) }
