@@ -106,10 +106,13 @@ struct EncoderComparisonExecution {
         let root = URL(fileURLWithPath: options.outputRoot)
         let roundOrder = ab.rounds.map { names[$0.variant] }
         var entries: [VariantComparison.Entry] = []
-        for v in ab.variants {
+        // A variant that never ran (Ctrl-C in the first rounds) gets no folder; a slowed one is labelled so,
+        // so its history.csv row is never mistaken for a measurement.
+        for v in ab.variants where v.rounds > 0 {
             var variantConfig = config
             variantConfig.encoder = v.variant
-            let label = "\(options.label)-\(v.variant.rawValue)"
+            let slowed = slowdown.map { $0.variant == v.variant } ?? false
+            let label = "\(options.label)-\(v.variant.rawValue)\(slowed ? "-test-slowed" : "")"
             var record = run.makeRecord(v.result, config: variantConfig, label: label, gatewayStats: v.gateway)
             // The process's CPU during this variant's rounds, not the whole invocation's.
             record.extra.removeAll { $0.0 == "cpu_process" }

@@ -161,7 +161,9 @@ import PushPayload
         var folders: [URL] = []
         for v in variants {
             let id = try #require(v["run_id"] as? String)
-            #expect(id.hasSuffix("-ab-\(v["encoder"] as? String ?? "?")"))
+            // The slowed variant is labelled so (its history.csv row is not a measurement).
+            let encoder = v["encoder"] as? String ?? "?"
+            #expect(id.hasSuffix(encoder == "copy" ? "-ab-copy-test-slowed" : "-ab-\(encoder)"), "\(id)")
             let folder = out.appendingPathComponent(id)
             folders.append(folder)
             for file in ["summary.json", "latency.hgrm", "latency.hlog", "timeline.csv", "report.svg"] {
