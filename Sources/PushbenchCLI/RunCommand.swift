@@ -272,6 +272,8 @@ struct RunExecution {
     }
 
     /// The payload template, the tokens and the size limit, or exit 2 naming the file, line and reason.
+    /// A template that can exceed the limit still loads: each request over it is counted PayloadTooLarge
+    /// and not sent (or sent with --send-oversize), as the run's contract says.
     private func loadInputs() throws(Failure) -> (PayloadTemplate, DeviceTokens, Int) {
         let tokens: DeviceTokens
         switch options.tokens {
@@ -287,7 +289,7 @@ struct RunExecution {
         do throws(TemplateError) {
             let template = try PayloadTemplate.forRun(path: options.payloadFile, protocol: proto, pushType: pushType,
                                                       maxTokenLength: max(64, tokens.maxLength),
-                                                      allowOversize: options.sendOversize)
+                                                      allowOversize: true)
             return (template, tokens, limit)
         } catch {
             throw Failure(status: 2, message: error.description)
@@ -404,7 +406,8 @@ struct RunExecution {
                                      shouldStop: { interruptRequested.load(ordering: .relaxed) })
         } catch {
             display.finish()
-            throw Failure(status: error.unreachable ? 3 : 1, message: "target unreachable: \(error.description)")
+            throw Failure(status: error.unreachable ? 3 : 1,
+                          message: error.unreachable ? "target unreachable: \(error.description)" : error.description)
         }
         display.finish()
         let gatewayStats = gateway?.stop()
