@@ -139,9 +139,10 @@ final class DriverThread {
                 // number of ns (50k rps: 20 µs); otherwise each deadline is armed exactly, one shot.
                 let perThread = UInt64(config.threads) * 1_000_000_000
                 let interval = perThread / UInt64(rate)
-                if config.pacingQuantumNs > interval {
+                let quantum = config.effectiveQuantumNs(perThreadRate: Double(rate) / Double(config.threads))
+                if quantum > interval {
                     periodic = true
-                    periodNs = config.pacingQuantumNs
+                    periodNs = quantum
                 } else if perThread % UInt64(rate) == 0 {
                     periodic = true
                     periodNs = interval

@@ -76,6 +76,8 @@ public struct RunOptions: Equatable, Sendable {
     public var sendOversize: Bool = false
     /// `--seed`: seed for synthetic tokens and message ids.
     public var seed: UInt64 = 1
+    /// `--pace-quantum`: pacing timer granularity in seconds; nil is automatic (see ``LoadConfiguration``).
+    public var paceQuantumSeconds: Double?
     /// Options for the embedded gateway (`--gateway-arg`, repeatable), passed through verbatim.
     public var gatewayArguments: [String] = []
 
@@ -93,7 +95,7 @@ public struct RunCommand: PushbenchCommand {
         .value("--encoder"), .value("--payload"), .value("--tokens"), .value("--topic"), .value("--push-type"),
         .value("--priority"), .value("--expiration"), .value("--collapse-id"), .value("--project"),
         .value("--out"), .value("--label"), .flag("--quiet"), .flag("--json"), .value("--retry"),
-        .flag("--send-oversize"), .value("--seed"), .value("--gateway-arg", repeats: true),
+        .flag("--send-oversize"), .value("--seed"), .value("--gateway-arg", repeats: true), .value("--pace-quantum"),
     ]
     public static let help = """
     USAGE: pushbench [run] [options]
@@ -225,6 +227,11 @@ public struct RunCommand: PushbenchCommand {
         if let seed = a.value("--seed") {
             guard let s = UInt64(seed) else { throw UsageError("--seed: '\(seed)' is not a whole number") }
             o.seed = s
+        }
+        if let q = a.value("--pace-quantum"), q != "auto" {
+            let seconds = try ValueParser.duration(q, option: "--pace-quantum")
+            guard seconds <= 0.01 else { throw UsageError("--pace-quantum: '\(q)' is over 10ms") }
+            o.paceQuantumSeconds = seconds
         }
         o.gatewayArguments = a.allValues("--gateway-arg")
         if o.target != nil && !o.gatewayArguments.isEmpty {
@@ -384,9 +391,7 @@ struct RunExecution {
         config.project = options.project
         config.retries = options.retries
         config.seed = options.seed
-        if let q = ProcessInfo.processInfo.environment["PUSHBENCH_PACER_QUANTUM_US"], let us = UInt64(q) {
-            config.pacingQuantumNs = us * 1000
-        }
+        if let q = options.paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json)
         interruptRequested.store(false, ordering: .relaxed)
