@@ -114,6 +114,22 @@ import PushPayload
         #expect(r.measured.transportErrors == 0)   // never more streams than the peer allows
     }
 
+    @Test func threadsShareTheRateAndMerge() throws {
+        let gw = try gateway([])
+        defer { gw.stop() }
+        var c = configuration(gw, rate: 1_000, durationMs: 500, connections: 1, streams: 20)
+        c.threads = 3
+        c.requests = 400
+        let r = try LoadRun.run(c)
+        let stats = gw.stop()
+        #expect(r.measured.sent == 400)          // the three shares of one schedule add up exactly
+        #expect(r.measured.succeeded == 400)
+        #expect(r.measured.check())
+        #expect(r.latency.totalCount == 400)
+        #expect(stats.connectionsTotal == 3)
+        #expect(TimelineInterval.merged(r.intervals).reduce(0) { $0 + $1.completed } == 400)
+    }
+
     @Test func unreachableTargetThrows() {
         var c = LoadConfiguration(host: "127.0.0.1", port: 1, template: .defaultAPNs(), tokens: DeviceTokens(synthetic: 1))
         c.connectTimeoutMilliseconds = 500
