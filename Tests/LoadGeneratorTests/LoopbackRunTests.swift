@@ -82,6 +82,22 @@ import PushPayload
         #expect(stats.requests <= UInt64(m.sent + w.sent + m.retries + w.retries))
     }
 
+    @Test func goawayIsFollowedByANewConnection() throws {
+        let gw = try gateway(["--goaway-after-streams", "100"])
+        defer { gw.stop() }
+        let r = try LoadRun.run(configuration(gw, rate: 1_000, durationMs: 600, connections: 2, streams: 20))
+        let stats = gw.stop()
+        let m = r.measured
+        #expect(m.check())
+        #expect(m.sent == 600)
+        #expect(r.goaways > 0)
+        #expect(r.connectionsOpened > 2)
+        #expect(stats.goaways > 0)
+        // A graceful GOAWAY lets the streams in flight finish; nothing is lost.
+        #expect(m.completed + m.transportErrors == 600)
+        #expect(UInt64(m.completed) <= stats.requests)
+    }
+
     @Test func retriesResendCutOffRequests() throws {
         let gw = try gateway(["--drop-after-streams", "100"])
         defer { gw.stop() }
