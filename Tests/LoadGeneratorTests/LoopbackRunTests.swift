@@ -60,6 +60,21 @@ import PushPayload
         #expect(r.latency.valueAtPercentile(90) > 5 * r.serviceTime.valueAtPercentile(50))
     }
 
+    @Test func anOverloadedRunEndsADrainTimeoutAfterItsScheduleAndCountsWhatWasNotSent() throws {
+        let gw = try gateway(["--latency", "50ms"])
+        defer { gw.stop() }
+        var c = configuration(gw, rate: 200, durationMs: 500, connections: 1, streams: 1)
+        c.drainTimeoutNs = 300_000_000
+        let t = MonotonicClock.nanoseconds()
+        let r = try LoadRun.run(c)
+        let elapsed = Double(MonotonicClock.nanoseconds() - t) / 1e9
+        let m = r.measured
+        #expect(m.check())
+        #expect(m.sent + m.notSent == 100)        // 20 rps of capacity for 200 rps asked: most never went out
+        #expect(m.notSent > 50)
+        #expect(elapsed < 5)                      // not the 5 s the backlog would need
+    }
+
     @Test func booksBalanceWithFailuresAndKilledConnections() throws {
         let gw = try gateway(["--fail", "BadDeviceToken=0.1", "--unregistered", "0.1", "--drop-after-streams", "150"])
         defer { gw.stop() }
