@@ -178,3 +178,23 @@ import Testing
         #expect(server.connectionsOpen == 0)
     }
 }
+
+/// RST_STREAM from the server reaches the client as a per-stream failure with the error code.
+@Suite struct ResetTests {
+    @Test func serverResetIsReportedPerStream() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        server.deferResponses = true
+        let d = TestClient()
+        let client = connectClient(loop, port: server.port, d)
+        let block = try makeBlock(path: "/x")
+        for k in 0..<2 { try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") } }
+        #expect(loop.run(until: { server.deferred.count == 2 }, timeoutNanoseconds: 10 * seconds))
+        server.deferred[0].0.reset(server.deferred[0].1, errorCode: 0x2)  // INTERNAL_ERROR
+        server.respond(server.deferred[1].0, server.deferred[1].1)
+        #expect(loop.run(until: { d.failures.count == 1 && d.responses == 1 }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.failures.first?.reason == .reset(errorCode: 2))
+        #expect(d.failures.first?.context == 0)
+        #expect(client.isConnected)
+    }
+}
