@@ -343,41 +343,43 @@ public final class HTTP2ClientConnection: HTTP2Session {
         scheduleFlush()
     }
 
-    static func client(_ ud: UnsafeMutableRawPointer?) -> HTTP2ClientConnection {
-        Unmanaged<HTTP2ClientConnection>.fromOpaque(ud!).takeUnretainedValue()
+    /// The one way back from nghttp2's user_data: a guaranteed reference, so no retain/release per callback.
+    @inline(__always)
+    static func withClient<R>(_ ud: UnsafeMutableRawPointer?, _ body: (HTTP2ClientConnection) -> R) -> R {
+        Unmanaged<HTTP2ClientConnection>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
     }
 
     static func installReceiveCallbacks(_ cbs: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(cbs) { _, frame, ud in
-            HTTP2ClientConnection.client(ud).beginHeaders(frame!)
+            HTTP2ClientConnection.withClient(ud) { $0.beginHeaders(frame!) }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, ud in
-            HTTP2ClientConnection.client(ud).header(frame!, name!, namelen, value!, valuelen)
+            HTTP2ClientConnection.withClient(ud) { $0.header(frame!, name!, namelen, value!, valuelen) }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
-            HTTP2ClientConnection.client(ud).dataChunk(streamID, data!, len)
+            HTTP2ClientConnection.withClient(ud) { $0.dataChunk(streamID, data!, len) }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs) { _, frame, ud in
-            HTTP2ClientConnection.client(ud).frameReceived(frame!)
+            HTTP2ClientConnection.withClient(ud) { $0.frameReceived(frame!) }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(cbs) { _, frame, ud in
             if pb_frame_type(frame!) == UInt8(NGHTTP2_HEADERS.rawValue) {
-                HTTP2ClientConnection.client(ud).headersSent(pb_frame_stream_id(frame!))
+                HTTP2ClientConnection.withClient(ud) { $0.headersSent(pb_frame_stream_id(frame!)) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs) { _, frame, code, ud in
             if pb_frame_type(frame!) == UInt8(NGHTTP2_HEADERS.rawValue) {
-                HTTP2ClientConnection.client(ud).headersNotSent(pb_frame_stream_id(frame!), code)
+                HTTP2ClientConnection.withClient(ud) { $0.headersNotSent(pb_frame_stream_id(frame!), code) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamID, code, ud in
-            HTTP2ClientConnection.client(ud).streamClosed(streamID, code)
+            HTTP2ClientConnection.withClient(ud) { $0.streamClosed(streamID, code) }
             return 0
         }
     }
