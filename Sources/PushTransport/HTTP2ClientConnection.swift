@@ -159,15 +159,20 @@ public struct HTTP2RequestWriter: ~Copyable {
     enum Mode { case none, slot, copied, borrowed }
     let slot: UnsafeMutablePointer<ClientSlot>
     var mode = Mode.none
+    var tooLarge = -1
 
     init(slot: UnsafeMutablePointer<ClientSlot>) { self.slot = slot }
 
     /// The stream slot's preallocated body memory (`HTTP2ClientConfiguration.slotBodyCapacity` bytes).
     public var body: UnsafeMutableRawBufferPointer { slot.pointee.body }
 
-    /// Sends the first `length` bytes of `body` without copying.
+    /// Sends the first `length` bytes of `body` without copying. A length beyond the slot capacity
+    /// makes `submit` throw `.bodyTooLarge`.
     public mutating func setBodyLength(_ length: Int) {
-        precondition(length >= 0 && length <= slot.pointee.body.count, "body length \(length) exceeds the slot capacity \(slot.pointee.body.count)")
+        if length < 0 || length > slot.pointee.body.count {
+            tooLarge = length
+            return
+        }
         slot.pointee.cursor = BodyCursor(base: UnsafeRawPointer(slot.pointee.body.baseAddress), count: length, sent: 0)
         mode = .slot
     }
@@ -519,6 +524,11 @@ public final class HTTP2ClientConnection: HTTP2Session {
         var w = HTTP2RequestWriter(slot: s)
         fill(&w)
         let mode = w.mode
+        if w.tooLarge >= 0 {
+            s.pointee.active = false
+            freeSlots.append(s)
+            throw .bodyTooLarge(length: w.tooLarge, capacity: s.pointee.body.count)
+        }
         if block.count > scratchNVCapacity {
             scratchNV.deallocate()
             scratchNVCapacity = block.count * 2

@@ -28,6 +28,44 @@ import Testing
         }
     }
 
+    @Test func silentPeerTimesOutTheHandshake() throws {
+        // A bare TCP listener that accepts (via the backlog) but never sends SETTINGS.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+        }
+        #expect(bound && listen(fd, 8) == 0)
+        let loop = try EventLoop()
+        let d = TestClient()
+        var config = HTTP2ClientConfiguration()
+        config.connectTimeoutMilliseconds = 200
+        let c = HTTP2ClientConnection(loop: loop, configuration: config, delegate: d)
+        c.connect(host: "127.0.0.1", port: Int(UInt16(bigEndian: addr.sin_port)))
+        #expect(loop.run(until: { d.connectError != nil }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.connectError?.kind == .connectTimeout)
+    }
+
+    @Test func zeroCopyBodyBeyondTheSlotIsRefused() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        let d = TestClient()
+        var config = HTTP2ClientConfiguration()
+        config.slotBodyCapacity = 1024
+        let client = connectClient(loop, port: server.port, d, configuration: config)
+        #expect(throws: HTTP2SubmitError.bodyTooLarge(length: 4096, capacity: 1024)) {
+            try client.submit(try makeBlock(path: "/x"), context: 1) { req in
+                req.setValue(0, "id")
+                req.setBodyLength(4096)
+            }
+        }
+        #expect(client.inFlight == 0)
+    }
+
     @Test func badAddressIsReported() throws {
         let loop = try EventLoop()
         let d = TestClient()
