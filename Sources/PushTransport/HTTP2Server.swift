@@ -138,6 +138,16 @@ public struct HTTP2ResponseHeaders: ~Copyable {
                                        valueOffset: Int32(vo), valueLength: Int32(value.count)))
     }
 
+    /// Adds a field whose value is never put in the HPACK dynamic table (sent as a literal): for a
+    /// value that is new on every response (e.g. `apns-id`), where indexing only churns the table.
+    public mutating func addNeverIndexed(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
+        let no = slot.pointee.respStore.append(name.utf8Start, name.utf8CodeUnitCount)
+        let vo = slot.pointee.respStore.append(value.baseAddress, value.count)
+        slot.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(name.utf8CodeUnitCount),
+                                               valueOffset: Int32(vo), valueLength: Int32(value.count),
+                                               nvFlags: UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)))
+    }
+
     /// Adds a field with a static name.
     public mutating func add(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
         add(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
@@ -444,7 +454,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
             let r = s.pointee.respRefs.base[i]
             defer { i += 1 }
             scratchNV[i + 1] = nghttp2_nv(name: base + Int(r.nameOffset), value: base + Int(r.valueOffset),
-                                          namelen: Int(r.nameLength), valuelen: Int(r.valueLength), flags: flags)
+                                          namelen: Int(r.nameLength), valuelen: Int(r.valueLength), flags: flags | r.nvFlags)
         }
         let rv: Int32
         if hasBody {
