@@ -233,27 +233,29 @@ public final class HTTP2ServerConnection: HTTP2Session {
         return true
     }
 
-    static func conn(_ ud: UnsafeMutableRawPointer?) -> HTTP2ServerConnection {
-        Unmanaged<HTTP2ServerConnection>.fromOpaque(ud!).takeUnretainedValue()
+    /// The one way back from nghttp2's user_data: a guaranteed reference, so no retain/release per callback.
+    @inline(__always)
+    static func withServer<R>(_ ud: UnsafeMutableRawPointer?, _ body: (HTTP2ServerConnection) -> R) -> R {
+        Unmanaged<HTTP2ServerConnection>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
     }
 
     static func installReceiveCallbacks(_ cbs: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(cbs) { _, frame, ud in
-            HTTP2ServerConnection.conn(ud).beginHeaders(frame!)
+            HTTP2ServerConnection.withServer(ud) { $0.beginHeaders(frame!) }
         }
         nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, ud in
-            HTTP2ServerConnection.conn(ud).header(frame!, name!, namelen, value!, valuelen)
+            HTTP2ServerConnection.withServer(ud) { $0.header(frame!, name!, namelen, value!, valuelen) }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
-            HTTP2ServerConnection.conn(ud).dataChunk(streamID, data!, len)
+            HTTP2ServerConnection.withServer(ud) { $0.dataChunk(streamID, data!, len) }
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs) { _, frame, ud in
-            HTTP2ServerConnection.conn(ud).frameReceived(frame!)
+            HTTP2ServerConnection.withServer(ud) { $0.frameReceived(frame!) }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamID, code, ud in
-            HTTP2ServerConnection.conn(ud).streamClosed(streamID, code)
+            HTTP2ServerConnection.withServer(ud) { $0.streamClosed(streamID, code) }
             return 0
         }
     }
