@@ -149,6 +149,9 @@ struct Delayed {
 /// One event loop of the gateway: the adapter between `HTTP2Server` and ``GatewayStateMachine``.
 /// Loop-confined: created, used and released on its own thread.
 final class GatewayLoop: HTTP2ServerDelegate {
+    /// Bodies up to this size are read and answered (413 over 4096/5120 bytes); only a larger one is
+    /// reset by the transport (CANCEL), since it must be buffered whole before the gateway sees it.
+    static let maxRequestBody = 8 << 20
     let loop: EventLoop
     var server: HTTP2Server!
     var machine: GatewayStateMachine
@@ -202,6 +205,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
         let gateway = GatewayLoop(loop: loop, machine: machine, allCounters: counters)
         var serverConfig = HTTP2ServerConfiguration()
         serverConfig.maxConcurrentStreams = Int(configuration.maxConcurrentStreams)
+        serverConfig.maxRequestBodySize = GatewayLoop.maxRequestBody
         serverConfig.reusePort = configuration.threads > 1
         let server = HTTP2Server(loop: loop, configuration: serverConfig, delegate: gateway)
         gateway.server = server
@@ -446,6 +450,7 @@ public final class GatewayLoopHandler {
                               allCounters: [counters])
         var serverConfig = HTTP2ServerConfiguration()
         serverConfig.maxConcurrentStreams = Int(configuration.maxConcurrentStreams)
+        serverConfig.maxRequestBodySize = GatewayLoop.maxRequestBody
         server = HTTP2Server(loop: loop, configuration: serverConfig, delegate: gateway)
         gateway.server = server
         gateway.delayTimer = try PreciseTimer(loop: loop) { [unowned gateway] _ in gateway.delayTimerFired() }
