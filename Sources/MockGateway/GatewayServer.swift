@@ -269,8 +269,15 @@ final class GatewayLoop: HTTP2ServerDelegate {
         if let deadline = entry.state.goawayDeadline {
             let id = connection.id
             let timer = LoopTimer(loop: loop) { [unowned self, unowned connection] in
-                guard let entry = self.connections[id],
-                      let reason = self.machine.goawayDue(connection: &entry.state, now: self.loop.now) else { return }
+                guard let entry = self.connections[id] else { return }
+                let now = self.loop.now
+                // libuv's clock is whole milliseconds cached per loop turn, so the timer may fire a
+                // little before the nanosecond deadline: wait the rest rather than miss the GOAWAY.
+                if let deadline = entry.state.goawayDeadline, now < deadline {
+                    entry.timer?.start(afterMilliseconds: (deadline - now) / 1_000_000 + 1)
+                    return
+                }
+                guard let reason = self.machine.goawayDue(connection: &entry.state, now: now) else { return }
                 connection.goAway(errorCode: 0, debugData: self.reasonBody(reason))
             }
             timer.setKeepsLoopAlive(false)

@@ -24,7 +24,7 @@ conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=T
 conn.initiate_connection()
 sock.sendall(conn.data_to_send())
 
-streams, settings, goaway, closed, pending = {}, [], None, False, set()
+streams, settings, goaway, closed, pending, error = {}, [], None, False, set(), None
 
 
 def send(req):
@@ -117,9 +117,10 @@ try:
     linger = time.time() + spec.get("linger", 0.3)
     while not closed and time.time() < linger:
         pump()
-except (ConnectionError, OSError, h2.exceptions.ProtocolError):
+except (ConnectionError, OSError, h2.exceptions.ProtocolError) as e:
     closed = True
+    error = repr(e)
 
 print(json.dumps({"streams": streams, "goaway": goaway, "settings": settings, "closed": closed,
-                  "pending": sorted(pending)}))
+                  "pending": sorted(pending), "error": error}))
 """#

@@ -103,7 +103,7 @@ import MockGateway
         try withGateway(["--goaway-after", "200ms"]) { gateway in
             let r = try probe(port: gateway.port, [probeRequest()], linger: 3)
             #expect(r.streams.first?.status == 200)
-            #expect(r.goaway?.debug == #"{"reason":"Shutdown"}"#)
+            #expect(r.goaway?.debug == #"{"reason":"Shutdown"}"#, "\(r.error ?? "")")
         }
     }
 
