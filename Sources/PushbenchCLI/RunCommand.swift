@@ -264,12 +264,11 @@ struct RunExecution {
         do {
             let (template, tokens, limit) = try loadInputs()
             var status: Int32 = 0
-            for (n, encoder) in options.encoders.enumerated() {
+            for encoder in options.encoders {
                 let label = options.encoders.count > 1 ? "\(options.label)-\(encoder)" : options.label
                 status = try runOnce(encoder: EncoderVariant(rawValue: encoder)!, label: label, template: template,
                                      tokens: tokens, limit: limit)
                 if status != 0 || interruptRequested.load(ordering: .relaxed) { break }
-                _ = n
             }
             return status
         } catch {
