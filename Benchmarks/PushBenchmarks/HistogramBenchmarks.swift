@@ -1,116 +1,118 @@
-import CAllocCounter
+// `pushbench-benchmarks histogram`: ns and allocations per HdrHistogram record, next to two peers
+// measured in the same interleaved rounds on the same values (a bare counter increment, the floor,
+// and appending to a reserved array, the naive way to keep samples), plus the per-interval costs
+// (merge, V2 encode, percentile query). ns are the median over rounds of thread CPU time
+// (BenchmarkKit). Exit status: 0 fine, 1 recording allocated (budget 0), 2 bad input.
+
+import BenchmarkKit
+import Foundation
 import PushMetrics
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `pushbench-benchmarks histogram [--records N]`: ns and allocations per HdrHistogram record, next to
-/// two peers measured in the same run on the same values (a bare counter increment, the floor, and
-/// appending to a reserved array, the naive way to keep samples), plus the per-interval costs
-/// (merge, V2 encode, percentile query). Exit status: 0 fine, 1 recording allocated, 2 bad input.
+private let histogramBenchUsage = """
+    USAGE: pushbench-benchmarks histogram [--rounds N] [--round-ms MS]
+
+    Times HdrHistogram.record (µs layout: 1 µs … 1 h, 3 significant digits) against a bare counter
+    increment and an array append on the same latency-like values, then merge, V2 encode and a
+    percentile query of a one-interval histogram. Exits 1 if record() allocates.
+    """
+
+private func pad(_ s: String) -> String { s + String(repeating: " ", count: max(0, 26 - s.count)) }
+
 func runHistogramBenchmarks(_ arguments: [String]) -> Int32 {
-    var records = 5_000_000
+    var rounds = 5
+    var roundMilliseconds = 20
     var i = 0
     while i < arguments.count {
-        switch arguments[i] {
-        case "--records" where i + 1 < arguments.count:
-            guard let n = Int(arguments[i + 1]), n >= 1_000, n <= 1_000_000_000 else {
-                print("pushbench-benchmarks histogram: --records: '\(arguments[i + 1])' is not a whole number in 1000...1000000000")
+        let a = arguments[i]
+        switch a {
+        case "--rounds", "--round-ms":
+            guard i + 1 < arguments.count, let n = Int(arguments[i + 1]), n > 0, n <= 10_000 else {
+                print("pushbench-benchmarks histogram: \(a) needs a whole number in 1...10000")
                 return 2
             }
-            records = n
+            if a == "--rounds" { rounds = n } else { roundMilliseconds = n }
             i += 2
         case "-h", "--help":
-            print("USAGE: pushbench-benchmarks histogram [--records N]   (default 5000000)")
+            print(histogramBenchUsage)
             return 0
         default:
-            print("pushbench-benchmarks histogram: unknown argument '\(arguments[i])' (see --help)")
+            print("pushbench-benchmarks histogram: unknown option '\(a)'\n\n\(histogramBenchUsage)")
             return 2
         }
     }
 
-    // Latency-like values in µs: a body around 1 ms and a long tail, precomputed so the loop
-    // measures recording, not the generator.
+    // Latency-like values in µs (a body around 1 ms and a long tail), precomputed so the loops
+    // measure recording, not the generator. 64 Ki values: the cost of reading them is in every case.
     let valueCount = 1 << 16
+    let mask = valueCount - 1
     var values = [Int64](repeating: 0, count: valueCount)
     var seed: UInt64 = 0x1234_5678
     for k in 0..<valueCount {
         seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        let u = Double(seed >> 11) / Double(1 << 53)
+        let u = Double(seed >> 11) / Double(UInt64(1) << 53)
         values[k] = Int64(700 + 300 * -log(max(u, 1e-12)) + (u < 0.001 ? 40_000 / max(u, 1e-6) : 0))
     }
 
     let h = HdrHistogram.latencyMicroseconds()
-    var floorCounts = [Int64](repeating: 0, count: 1 << 16)
+    let floorCounts = UnsafeMutablePointer<Int64>.allocate(capacity: 1 << 16)
+    floorCounts.initialize(repeating: 0, count: 1 << 16)
+    defer { floorCounts.deallocate() }
     var samples: [Int64] = []
-    samples.reserveCapacity(records)
+    samples.reserveCapacity(50_000_000)
+    let roundNs = UInt64(roundMilliseconds) * 1_000_000
 
-    func measure(_ body: () -> Void) -> (ns: Double, allocs: UInt64) {
-        var best = Double.infinity
-        var bestAllocs = UInt64.max
-        for _ in 0..<3 {
-            pb_alloc_reset()
-            let t0 = monotonicNanoseconds()
-            body()
-            let t1 = monotonicNanoseconds()
-            best = min(best, Double(t1 - t0))
-            bestAllocs = min(bestAllocs, pb_alloc_count())
-        }
-        return (best, bestAllocs)
+    let perRecord = values.withUnsafeBufferPointer { v in
+        Benchmark.runInterleaved([
+            ("HdrHistogram.record", { n in
+                h.reset()
+                for k in 0..<n { h.record(v[k & mask]) }
+                blackHole(h.totalCount)
+            }),
+            ("peer: counter increment", { n in
+                for k in 0..<n { floorCounts[Int(v[k & mask]) & 0xFFFF] &+= 1 }
+                blackHole(floorCounts[1])
+            }),
+            ("peer: append to array", { n in
+                samples.removeAll(keepingCapacity: true)
+                for k in 0..<n { samples.append(v[k & mask]) }
+                blackHole(samples.count)
+            }),
+        ], rounds: rounds, roundNanoseconds: roundNs, maxIterations: 50_000_000)
     }
 
-    let mask = valueCount - 1
-    // Warm up (page in the counts arrays, runtime metadata).
-    for k in 0..<valueCount { h.record(values[k]) }
+    // One interval's histogram (a second at ~65k rps) for the per-interval costs.
     h.reset()
-
-    let hdr = measure {
-        h.reset()
-        for k in 0..<records { h.record(values[k & mask]) }
-    }
-    let floor = measure {
-        floorCounts.withUnsafeMutableBufferPointer { c in
-            for k in 0..<records { c[Int(values[k & mask]) & 0xFFFF] &+= 1 }
-        }
-    }
-    let append = measure {
-        samples.removeAll(keepingCapacity: true)
-        for k in 0..<records { samples.append(values[k & mask]) }
-    }
-    blackHole(floorCounts[1] &+ Int64(samples.count) &+ h.totalCount)
-
-    let perInterval = 200
+    for v in values { h.record(v) }
     let other = h.copy()
-    let merge = measure { for _ in 0..<perInterval { other.add(h) } }
     var encodedBytes = 0
-    let encode = measure { for _ in 0..<perInterval { encodedBytes = EncodedHistogram(h).bytes.count } }
-    var p = Int64(0)
-    let query = measure { for _ in 0..<perInterval { p &+= h.valueAtPercentile(99.9) } }
-    blackHole(p)
+    let perInterval = Benchmark.runInterleaved([
+        ("add (merge)", { n in for _ in 0..<n { other.add(h) } }),
+        ("V2 encode (zlib)", { n in for _ in 0..<n { encodedBytes = EncodedHistogram(h).bytes.count } }),
+        ("valueAtPercentile(99.x)", { n in
+            var p: Int64 = 0
+            // A varying argument, so the optimizer cannot hoist the query out of the loop.
+            for k in 0..<n { p &+= h.valueAtPercentile(99 + Double(k & 7) * 0.125) }
+            blackHole(p)
+        }),
+    ], rounds: rounds, roundNanoseconds: roundNs, maxIterations: 100_000)
 
-    let n = Double(records)
-    print("histogram recording, \(records) values (µs layout: 1 µs … 1 h, 3 digits, \(h.countsLength) counts), best of 3:")
-    print(String(format: "  HdrHistogram.record      %6.2f ns/record  %.3f allocs/record", hdr.ns / n, Double(hdr.allocs) / n))
-    print(String(format: "  peer: counter increment  %6.2f ns/record  (HdrHistogram = %.2fx)", floor.ns / n, hdr.ns / floor.ns))
-    print(String(format: "  peer: append to array    %6.2f ns/record  (HdrHistogram = %.2fx)", append.ns / n, hdr.ns / append.ns))
-    print(String(format: "per-interval costs (one histogram of %lld values):", h.totalCount))
-    print(String(format: "  add (merge)              %8.1f µs   %.1f allocs", merge.ns / Double(perInterval) / 1000, Double(merge.allocs) / Double(perInterval)))
-    print(String(format: "  V2 encode (zlib)         %8.1f µs   %d bytes", encode.ns / Double(perInterval) / 1000, encodedBytes))
-    print(String(format: "  valueAtPercentile(99.9)  %8.1f µs", query.ns / Double(perInterval) / 1000))
-    if hdr.allocs > 0 {
-        print("FAIL: HdrHistogram.record allocated \(hdr.allocs) times (budget 0)")
-        return 1
+    let record = perRecord[0]
+    print("histogram: \(h.countsLength) counts (µs, 1 µs … 1 h, 3 digits); median thread CPU of \(rounds) interleaved rounds")
+    for r in perRecord {
+        let ratio = r.name == record.name ? "" : String(format: "   (HdrHistogram.record = %.2fx)", record.nsPerOp / r.nsPerOp)
+        print("  " + pad(r.name) + String(format: " %7.2f ns/record  %.3f allocs/record", r.nsPerOp, r.allocsPerOp) + ratio)
     }
-    return 0
-}
-
-private func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
-
-@inline(never)
-private func blackHole<T>(_ value: T) {
-    withExtendedLifetime(value) {}
+    print("per interval (one histogram of \(valueCount) values):")
+    for r in perInterval {
+        let extra = r.name.hasPrefix("V2") ? "  \(encodedBytes) bytes" : ""
+        print("  " + pad(r.name) + String(format: " %9.2f µs   %.1f allocs", r.nsPerOp / 1000, r.allocsPerOp) + extra)
+    }
+    let violations = Budgets(limits: ["histogram.record.allocs_per_record": 0])
+        .violations(["histogram.record.allocs_per_record": record.allocsPerOp])
+    for v in violations { print("FAIL: \(v)") }
+    return violations.isEmpty ? 0 : 1
 }

@@ -52,7 +52,7 @@ private func threadCPU() -> Double {
 }
 
 /// Runs the schedule for `seconds` at `rate`, pacing with the timerfd (`precise`) or a 1 ms uv_timer.
-private func measurePacer(rate: Int, seconds: Double, precise: Bool) throws -> PacerFigures {
+private func measurePacer(rate: Int, seconds: Double, precise: Bool, quantumNs: UInt64 = 0) throws -> PacerFigures {
     let loop = try EventLoop()
     let total = Int(Double(rate) * seconds)
     let port = TimestampPort(capacity: total)
@@ -62,7 +62,7 @@ private func measurePacer(rate: Int, seconds: Double, precise: Bool) throws -> P
     var done = false
     var precision: PreciseTimer?
     var coarse: LoopTimer?
-    let interval = UInt64(1_000_000_000 / rate)
+    let interval = max(UInt64(1_000_000_000 / rate), quantumNs)
     if precise {
         precision = try PreciseTimer(loop: loop) { _ in
             if core.pump() == nil && !core.generating { done = true }
@@ -100,7 +100,8 @@ private func measurePacer(rate: Int, seconds: Double, precise: Bool) throws -> P
     let zero = gaps.filter { $0 < 2_000 }.count
     gaps.sort()
     late.sort()
-    var f = PacerFigures(name: precise ? "timerfd (pushbench)" : "uv_timer 1 ms", sends: port.count)
+    let name = !precise ? "uv_timer 1 ms" : quantumNs > 0 ? "timerfd, \(quantumNs / 1000) µs quantum" : "timerfd (exact)"
+    var f = PacerFigures(name: name, sends: port.count)
     f.gapP50 = percentile(gaps, 50); f.gapP99 = percentile(gaps, 99); f.gapP999 = percentile(gaps, 99.9)
     f.gapMax = Double(gaps.last ?? 0) / 1000
     f.zeroGaps = gaps.isEmpty ? 0 : Double(zero) / Double(gaps.count) * 100
@@ -155,8 +156,8 @@ func runPacerBenchmarks(_ arguments: [String]) -> Int32 {
         print("\(pad("pacer", 22)) \(pad("sends", 8)) \(pad("gap p50", 9)) \(pad("p99", 8)) \(pad("p99.9", 8)) \(pad("max", 8))"
               + " \(pad("gaps<2µs", 9)) \(pad("late p50", 9)) \(pad("p99", 8)) \(pad("max", 8)) \(pad("allocs/send", 12)) \(pad("cpu s", 6))")
         var rows: [PacerFigures] = []
-        for precise in [true, false] {
-            let f = try measurePacer(rate: rate, seconds: seconds, precise: precise)
+        for (precise, quantum) in [(true, UInt64(0)), (true, UInt64(50_000)), (false, UInt64(0))] {
+            let f = try measurePacer(rate: rate, seconds: seconds, precise: precise, quantumNs: quantum)
             rows.append(f)
             print("\(pad(f.name, 22)) \(pad(String(f.sends), 8)) \(pad(fmt(f.gapP50), 9)) \(pad(fmt(f.gapP99), 8))"
                   + " \(pad(fmt(f.gapP999), 8)) \(pad(fmt(f.gapMax), 8)) \(pad(fmt(f.zeroGaps) + "%", 9))"
@@ -165,7 +166,8 @@ func runPacerBenchmarks(_ arguments: [String]) -> Int32 {
         }
         print("(gaps and lateness in µs; lateness = actual send - intended send t0 + k/rate)")
         if rows[0].lateP99 > 0 {
-            print("p99 lateness ratio uv_timer/timerfd: \(fmt(rows[1].lateP99 / rows[0].lateP99, 1))x")
+            print("p99 lateness ratio uv_timer/timerfd: \(fmt(rows[2].lateP99 / rows[0].lateP99, 1))x;"
+                  + " cpu ratio timerfd exact/quantum: \(fmt(rows[0].cpuSeconds / max(rows[1].cpuSeconds, 1e-9), 1))x")
         }
         return rows[0].allocsPerSend > 0.01 ? 1 : 0
     } catch {

@@ -320,7 +320,8 @@ public final class DriverCore {
         let now = clock.now()
         recorder.tick(at: now, inFlight: inFlight, backlog: backlog)
         if generating && pacer == nil && (now >= endNs || closedMeasured >= closedLimit) { generating = false }
-        return generating || retryCount > 0 || inFlight > 0
+        // After stop() nothing more is sent (resends included): only the streams in flight are waited for.
+        return inFlight > 0 || (!stopped && (generating || retryCount > 0))
     }
 
     /// Stops generating: the backlog will be counted as not sent. For Ctrl-C and a lost target.

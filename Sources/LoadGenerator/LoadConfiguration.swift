@@ -60,10 +60,20 @@ public struct LoadConfiguration: Sendable {
     public var seed: UInt64 = 1
     /// How long to wait for responses after the last send before counting the rest unfinished.
     public var drainTimeoutNs: UInt64 = 5_000_000_000
-    /// Pacing timer granularity in ns: 0 wakes up at every request's intended time; a larger value wakes
-    /// at most once per quantum and sends everything due (fewer wakeups at high rates, each send at most
-    /// one quantum late; latency is still measured from the intended time).
-    public var pacingQuantumNs: UInt64 = 0
+    /// Pacing timer granularity in ns. 0 wakes the driver at every request's intended time; a larger
+    /// value wakes it at most once per quantum and sends everything due. Either way latency is measured
+    /// from the exact intended time, so a coarser step only adds its lateness (< one quantum) to it.
+    /// Default: ``automaticPacingQuantumNs`` (exact up to 20k rps per thread, 50 µs steps above: each
+    /// timerfd wakeup costs a few µs of CPU, and at 50k rps exact wakeups alone take ~40% of a core on a
+    /// 2-core VM, twice what 50 µs steps take; `pushbench-benchmarks pacer` measures both).
+    public var pacingQuantumNs: UInt64 = LoadConfiguration.automaticPacingQuantumNs
+    /// Marker for "choose the quantum from the rate".
+    public static let automaticPacingQuantumNs = UInt64.max
+    /// The quantum in force for `rate` requests/s per thread.
+    public func effectiveQuantumNs(perThreadRate rate: Double) -> UInt64 {
+        guard pacingQuantumNs == Self.automaticPacingQuantumNs else { return pacingQuantumNs }
+        return rate > 20_000 ? 50_000 : 0
+    }
     /// Bound on TCP connect plus the peer's first SETTINGS.
     public var connectTimeoutMilliseconds: UInt64 = 3_000
     /// Builds each driver thread's payload encoder; nil uses `makePayloadEncoder`. A seam for tests (the

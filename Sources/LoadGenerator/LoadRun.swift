@@ -139,9 +139,10 @@ final class DriverThread {
                 // number of ns (50k rps: 20 µs); otherwise each deadline is armed exactly, one shot.
                 let perThread = UInt64(config.threads) * 1_000_000_000
                 let interval = perThread / UInt64(rate)
-                if config.pacingQuantumNs > interval {
+                let quantum = config.effectiveQuantumNs(perThreadRate: Double(rate) / Double(config.threads))
+                if quantum > interval {
                     periodic = true
-                    periodNs = config.pacingQuantumNs
+                    periodNs = quantum
                 } else if perThread % UInt64(rate) == 0 {
                     periodic = true
                     periodNs = interval
@@ -154,6 +155,12 @@ final class DriverThread {
                 drainDeadline = now + min(config.drainTimeoutNs, 1_000_000_000)
             }
             let busy = core.tick()
+            // An overloaded target leaves a backlog behind the schedule; it is sent for at most the drain
+            // timeout after the schedule's end, then counted `not_sent`, so a 10 s run stays near 10 s.
+            if drainDeadline == 0, let pacer = core.pacer {
+                let last = pacer.intendedTime(global: max(0, core.plan.totalRequests - 1))
+                if now > last && now - last > config.drainTimeoutNs { drainDeadline = now }
+            }
             if !core.generating && drainDeadline == 0 {
                 drainDeadline = now + config.drainTimeoutNs
                 if periodic { pacing.stop(); armedDeadline = 0 }

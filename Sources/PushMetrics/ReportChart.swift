@@ -57,12 +57,40 @@ public enum ReportChart {
         let decades = Swift.max(2, Swift.min(6, Int(ceil(log10(Double(Swift.max(n, 1)))))))
         let xmax = Double(decades)
         let ymaxRaw = Double(Swift.max(latency.max, service.max)) / 1000
-        let yt = niceTicks(0, Swift.max(ymaxRaw, 0.001), 6)
-        let ymax = yt.last ?? 1
+        // A tail far above the body (max > 50 × p50) would flatten the body into the x axis on a
+        // linear scale, so such runs get a log latency axis (said in the axis title).
+        let bodies = [latency, service].filter { $0.totalCount > 0 }.map { Double($0.valueAtPercentile(50)) / 1000 }
+        let body = bodies.min() ?? 0
+        let logY = body > 0 && ymaxRaw > 50 * body
+        let yt: [Double]
+        let py: (Double) -> Double
+        if logY {
+            // 1-2-5 ticks from the one at or below the smallest value to the one at or above the max.
+            let smallest = Swift.max(Double([latency, service].filter { $0.totalCount > 0 }.map(\.min).min() ?? 1) / 1000, 0.001)
+            var ticks: [Double] = []
+            var decade = pow(10, floor(log10(smallest)))
+            outer: while true {
+                for m in [1.0, 2, 5] {
+                    let t = decade * m
+                    if t * 2.5 <= smallest && m < 5 { continue }
+                    ticks.append(t)
+                    if t >= ymaxRaw { break outer }
+                }
+                decade *= 10
+            }
+            if let i = ticks.lastIndex(where: { $0 <= smallest }) { ticks.removeFirst(i) }
+            yt = ticks
+            let lo = ticks.first!, hi = ticks.last!
+            let l0 = log10(lo), l1 = log10(hi)
+            py = { v in y + h - h * (log10(Swift.max(v, lo)) - l0) / (l1 - l0) }
+        } else {
+            yt = niceTicks(0, Swift.max(ymaxRaw, 0.001), 6)
+            let ymax = yt.last ?? 1
+            py = { v in y + h - h * v / ymax }
+        }
         func px(_ lx: Double) -> Double { x + w * Swift.min(lx, xmax) / xmax }
-        func py(_ v: Double) -> Double { y + h - h * v / ymax }
         svg.rect(x, y, w, h, fill: "#fafafa", stroke: "#999")
-        for (t, label) in zip(yt, axisLabels(yt)) {
+        for (t, label) in zip(yt, logY ? yt.map { $0 >= 1 ? String(format: "%.0f", $0) : String(format: "%g", $0) } : axisLabels(yt)) {
             svg.line(x, py(t), x + w, py(t), stroke: "#ddd")
             svg.text(x - 8, py(t) + 4, label, size: 12, anchor: "end")
         }
@@ -73,7 +101,7 @@ public enum ReportChart {
             svg.text(xx, y + h + 18, pctLabels[d], size: 12, anchor: "middle")
         }
         svg.text(x + w / 2, y + h + 40, "percentile (log scale of 1/(1−p))", size: 13, anchor: "middle")
-        svg.text(x - 62, y + h / 2, "latency (ms)", size: 13, anchor: "middle", rotate: -90)
+        svg.text(x - 62, y + h / 2, logY ? "latency (ms, log scale)" : "latency (ms)", size: 13, anchor: "middle", rotate: -90)
         for (hist, color, _) in curves where hist.totalCount > 0 {
             var pts: [(Double, Double)] = []
             var prevY: Double?

@@ -76,6 +76,8 @@ public struct RunOptions: Equatable, Sendable {
     public var sendOversize: Bool = false
     /// `--seed`: seed for synthetic tokens and message ids.
     public var seed: UInt64 = 1
+    /// `--pace-quantum`: pacing timer granularity in seconds; nil is automatic (see ``LoadConfiguration``).
+    public var paceQuantumSeconds: Double?
     /// Options for the embedded gateway (`--gateway-arg`, repeatable), passed through verbatim.
     public var gatewayArguments: [String] = []
 
@@ -93,7 +95,7 @@ public struct RunCommand: PushbenchCommand {
         .value("--encoder"), .value("--payload"), .value("--tokens"), .value("--topic"), .value("--push-type"),
         .value("--priority"), .value("--expiration"), .value("--collapse-id"), .value("--project"),
         .value("--out"), .value("--label"), .flag("--quiet"), .flag("--json"), .value("--retry"),
-        .flag("--send-oversize"), .value("--seed"), .value("--gateway-arg", repeats: true),
+        .flag("--send-oversize"), .value("--seed"), .value("--gateway-arg", repeats: true), .value("--pace-quantum"),
     ]
     public static let help = """
     USAGE: pushbench [run] [options]
@@ -226,6 +228,11 @@ public struct RunCommand: PushbenchCommand {
             guard let s = UInt64(seed) else { throw UsageError("--seed: '\(seed)' is not a whole number") }
             o.seed = s
         }
+        if let q = a.value("--pace-quantum"), q != "auto" {
+            let seconds = try ValueParser.duration(q, option: "--pace-quantum")
+            guard seconds <= 0.01 else { throw UsageError("--pace-quantum: '\(q)' is over 10ms") }
+            o.paceQuantumSeconds = seconds
+        }
         o.gatewayArguments = a.allValues("--gateway-arg")
         if o.target != nil && !o.gatewayArguments.isEmpty {
             throw UsageError("--gateway-arg: only applies to the embedded gateway, not with --target")
@@ -261,12 +268,11 @@ struct RunExecution {
                 return try EncoderComparisonExecution(run: self).execute(template: template, tokens: tokens, limit: limit)
             }
             var status: Int32 = 0
-            for (n, encoder) in options.encoders.enumerated() {
+            for encoder in options.encoders {
                 let label = options.encoders.count > 1 ? "\(options.label)-\(encoder)" : options.label
                 status = try runOnce(encoder: EncoderVariant(rawValue: encoder)!, label: label, template: template,
                                      tokens: tokens, limit: limit)
                 if status != 0 || interruptRequested.load(ordering: .relaxed) { break }
-                _ = n
             }
             return status
         } catch {
@@ -276,6 +282,8 @@ struct RunExecution {
     }
 
     /// The payload template, the tokens and the size limit, or exit 2 naming the file, line and reason.
+    /// A template that can exceed the limit still loads: each request over it is counted PayloadTooLarge
+    /// and not sent (or sent with --send-oversize), as the run's contract says.
     private func loadInputs() throws(Failure) -> (PayloadTemplate, DeviceTokens, Int) {
         let tokens: DeviceTokens
         switch options.tokens {
@@ -291,7 +299,7 @@ struct RunExecution {
         do throws(TemplateError) {
             let template = try PayloadTemplate.forRun(path: options.payloadFile, protocol: proto, pushType: pushType,
                                                       maxTokenLength: max(64, tokens.maxLength),
-                                                      allowOversize: options.sendOversize)
+                                                      allowOversize: true)
             return (template, tokens, limit)
         } catch {
             throw Failure(status: 2, message: error.description)
@@ -386,9 +394,7 @@ struct RunExecution {
         config.project = options.project
         config.retries = options.retries
         config.seed = options.seed
-        if let q = ProcessInfo.processInfo.environment["PUSHBENCH_PACER_QUANTUM_US"], let us = UInt64(q) {
-            config.pacingQuantumNs = us * 1000
-        }
+        if let q = options.paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json)
         interruptRequested.store(false, ordering: .relaxed)
@@ -408,7 +414,8 @@ struct RunExecution {
                                      shouldStop: { interruptRequested.load(ordering: .relaxed) })
         } catch {
             display.finish()
-            throw Failure(status: error.unreachable ? 3 : 1, message: "target unreachable: \(error.description)")
+            throw Failure(status: error.unreachable ? 3 : 1,
+                          message: error.unreachable ? "target unreachable: \(error.description)" : error.description)
         }
         display.finish()
         let gatewayStats = gateway?.stop()

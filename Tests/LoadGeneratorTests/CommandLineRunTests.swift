@@ -72,6 +72,30 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("latest").path))
     }
 
+    @Test func oversizePayloadsAreCountedNotSentUnlessAskedTo() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let template = dir.appendingPathComponent("big.json")
+        let filler = String(repeating: "x", count: 5_000)
+        try Data("{\"aps\":{\"alert\":\"hi\"},\"filler\":\"\(filler)\"}".utf8).write(to: template)
+        func summary(_ extra: [String]) throws -> [String: Any] {
+            let r = try run(["--payload", template.path, "--rps", "200", "--duration", "1s", "--out", dir.path, "--quiet"] + extra)
+            #expect(r.status == 0, "\(r.err)")
+            let data = try Data(contentsOf: dir.appendingPathComponent("latest/summary.json"))
+            return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        }
+        let skipped = try summary([])
+        let req = try #require(skipped["requests"] as? [String: Any])
+        #expect(req["sent"] as? Int == 0)
+        #expect((req["by_reason"] as? [String: Any])?["PayloadTooLarge"] as? Int == 200)
+        #expect((skipped["accounting"] as? [String: Any])?["oversize_not_sent"] as? Int == 200)
+        let sent = try summary(["--send-oversize"])
+        let req2 = try #require(sent["requests"] as? [String: Any])
+        #expect(req2["sent"] as? Int == 200)
+        #expect((req2["by_status"] as? [String: Any])?["413"] as? Int == 200)
+        #expect((req2["by_reason"] as? [String: Any])?["PayloadTooLarge"] as? Int == 200)
+    }
+
     @Test func unreachableTargetExitsThree() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }

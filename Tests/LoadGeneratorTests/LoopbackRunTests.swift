@@ -60,6 +60,21 @@ import PushPayload
         #expect(r.latency.valueAtPercentile(90) > 5 * r.serviceTime.valueAtPercentile(50))
     }
 
+    @Test func anOverloadedRunEndsADrainTimeoutAfterItsScheduleAndCountsWhatWasNotSent() throws {
+        let gw = try gateway(["--latency", "50ms"])
+        defer { gw.stop() }
+        var c = configuration(gw, rate: 200, durationMs: 500, connections: 1, streams: 1)
+        c.drainTimeoutNs = 300_000_000
+        let t = MonotonicClock.nanoseconds()
+        let r = try LoadRun.run(c)
+        let elapsed = Double(MonotonicClock.nanoseconds() - t) / 1e9
+        let m = r.measured
+        #expect(m.check())
+        #expect(m.sent + m.notSent == 100)        // 20 rps of capacity for 200 rps asked: most never went out
+        #expect(m.notSent > 50)
+        #expect(elapsed < 5)                      // not the 5 s the backlog would need
+    }
+
     @Test func booksBalanceWithFailuresAndKilledConnections() throws {
         let gw = try gateway(["--fail", "BadDeviceToken=0.1", "--unregistered", "0.1", "--drop-after-streams", "150"])
         defer { gw.stop() }
@@ -80,6 +95,22 @@ import PushPayload
         let answered = UInt64(m.completed + w.completed)
         #expect(answered <= stats.requests)
         #expect(stats.requests <= UInt64(m.sent + w.sent + m.retries + w.retries))
+    }
+
+    @Test func goawayIsFollowedByANewConnection() throws {
+        let gw = try gateway(["--goaway-after-streams", "100"])
+        defer { gw.stop() }
+        let r = try LoadRun.run(configuration(gw, rate: 1_000, durationMs: 600, connections: 2, streams: 20))
+        let stats = gw.stop()
+        let m = r.measured
+        #expect(m.check())
+        #expect(m.sent == 600)
+        #expect(r.goaways > 0)
+        #expect(r.connectionsOpened > 2)
+        #expect(stats.goaways > 0)
+        // A graceful GOAWAY lets the streams in flight finish; nothing is lost.
+        #expect(m.completed + m.transportErrors == 600)
+        #expect(UInt64(m.completed) <= stats.requests)
     }
 
     @Test func retriesResendCutOffRequests() throws {
@@ -112,6 +143,22 @@ import PushPayload
         #expect(r.peerMaxStreams == 3)
         #expect(r.measured.check())
         #expect(r.measured.transportErrors == 0)   // never more streams than the peer allows
+    }
+
+    @Test func threadsShareTheRateAndMerge() throws {
+        let gw = try gateway([])
+        defer { gw.stop() }
+        var c = configuration(gw, rate: 1_000, durationMs: 500, connections: 1, streams: 20)
+        c.threads = 3
+        c.requests = 400
+        let r = try LoadRun.run(c)
+        let stats = gw.stop()
+        #expect(r.measured.sent == 400)          // the three shares of one schedule add up exactly
+        #expect(r.measured.succeeded == 400)
+        #expect(r.measured.check())
+        #expect(r.latency.totalCount == 400)
+        #expect(stats.connectionsTotal == 3)
+        #expect(TimelineInterval.merged(r.intervals).reduce(0) { $0 + $1.completed } == 400)
     }
 
     @Test func unreachableTargetThrows() {

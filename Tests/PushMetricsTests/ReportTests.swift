@@ -58,6 +58,16 @@ import Testing
         #expect(parser.parse(), "report.svg is not well-formed: \(String(describing: parser.parserError))")
     }
 
+    @Test func aLongTailGetsALogLatencyAxis() throws {
+        let r = Fixtures.record(label: "tail", seconds: 4)
+        for v in [Int64](repeating: 2_000_000, count: 5) { r.latency.record(v) }
+        let svg = ReportChart.runSVG(record: r, intervals: TimelineInterval.merged(r.intervals), title: ReportTitle(runID: "tail", record: r))
+        try Golden.check(svg, "long-tail-report.svg")
+        #expect(svg.contains("latency (ms, log scale)"))
+        let plain = ReportChart.runSVG(record: Fixtures.record(), intervals: [], title: ReportTitle(runID: "x", record: Fixtures.record()))
+        #expect(!plain.contains("log scale)"))
+    }
+
     @Test func historyChartDrawsEveryRun() throws {
         let root = try Fixtures.tempDir("history")
         defer { try? FileManager.default.removeItem(at: root) }
