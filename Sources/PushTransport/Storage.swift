@@ -1,0 +1,125 @@
+import Glibc
+
+/// A growable byte arena that keeps its capacity across reuse (one realloc at a new high-water mark,
+/// none in steady state). Owned by a stream slot; freed by the slot's `deinit`.
+struct ByteStore {
+    private(set) var base: UnsafeMutableRawPointer
+    private(set) var capacity: Int
+    var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 16)
+        base = .allocate(byteCount: self.capacity, alignment: 8)
+    }
+
+    func free() { base.deallocate() }
+
+    mutating func reserve(_ extra: Int) {
+        let need = count + extra
+        if need <= capacity { return }
+        var c = capacity
+        while c < need { c *= 2 }
+        let nb = UnsafeMutableRawPointer.allocate(byteCount: c, alignment: 8)
+        nb.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = nb
+        capacity = c
+    }
+
+    /// Appends bytes; returns their offset.
+    @discardableResult
+    mutating func append(_ p: UnsafeRawPointer?, _ n: Int) -> Int {
+        reserve(n)
+        let off = count
+        if n > 0, let p { (base + off).copyMemory(from: p, byteCount: n) }
+        count += n
+        return off
+    }
+
+    @inline(__always) func view(_ off: Int, _ len: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: base + off, count: len)
+    }
+
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+}
+
+/// Offsets of one header field inside a `ByteStore`.
+struct HeaderRef {
+    var nameOffset: Int32
+    var nameLength: Int32
+    var valueOffset: Int32
+    var valueLength: Int32
+    /// Extra nghttp2_nv flags for a response field (NGHTTP2_NV_FLAG_NO_INDEX for never-indexed values).
+    var nvFlags: UInt8 = 0
+}
+
+/// A header list received from the peer: name/value byte views, valid during the delegate callback.
+///
+/// Names are lowercase (HTTP/2 requires it). Iterate with `count` and `subscript`, or look one up
+/// with `first(named:)`; nothing allocates.
+public struct HTTP2HeaderList {
+    let store: UnsafeRawPointer
+    let refs: UnsafeBufferPointer<HeaderRef>
+
+    /// Number of regular (non-pseudo) header fields.
+    public var count: Int { refs.count }
+
+    /// The `i`th field as (name, value) byte views.
+    public subscript(i: Int) -> (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let r = refs[i]
+        return (UnsafeRawBufferPointer(start: store + Int(r.nameOffset), count: Int(r.nameLength)),
+                UnsafeRawBufferPointer(start: store + Int(r.valueOffset), count: Int(r.valueLength)))
+    }
+
+    /// The value of the first field named `name` (lowercase), or nil.
+    public func first(named name: StaticString) -> UnsafeRawBufferPointer? {
+        let n = name.utf8CodeUnitCount
+        var i = 0
+        while i < refs.count {
+            let r = refs[i]
+            if Int(r.nameLength) == n && memcmp(store + Int(r.nameOffset), name.utf8Start, n) == 0 {
+                return UnsafeRawBufferPointer(start: store + Int(r.valueOffset), count: Int(r.valueLength))
+            }
+            i += 1
+        }
+        return nil
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// The bytes as a String (allocates; for tests, logs and error paths, not the hot path).
+    public var pbString: String { String(decoding: self, as: UTF8.self) }
+
+    /// Whether the bytes equal `s` (no allocation).
+    public func pbEquals(_ s: StaticString) -> Bool {
+        count == s.utf8CodeUnitCount && (count == 0 || memcmp(baseAddress!, s.utf8Start, count) == 0)
+    }
+}
+
+/// A growable list of `HeaderRef` in manually managed memory (no refcounting, no exclusivity checks).
+struct HeaderRefList {
+    private(set) var base: UnsafeMutablePointer<HeaderRef>
+    private(set) var capacity: Int
+    var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 4)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    func free() { base.deallocate() }
+
+    mutating func append(_ r: HeaderRef) {
+        if count == capacity {
+            let nb = UnsafeMutablePointer<HeaderRef>.allocate(capacity: capacity * 2)
+            nb.moveInitialize(from: base, count: count)
+            base.deallocate()
+            base = nb
+            capacity *= 2
+        }
+        base[count] = r
+        count += 1
+    }
+
+    var buffer: UnsafeBufferPointer<HeaderRef> { UnsafeBufferPointer(start: base, count: count) }
+}
