@@ -154,7 +154,8 @@ struct EncoderComparisonExecution {
         return 0
     }
 
-    /// The load configuration of `pushbench run` for these options (the encoder is set per round).
+    /// The load configuration of `pushbench run` for these options (the encoder is set per round). Mirrors
+    /// RunExecution.runOnce's; keep the two in step (or share one builder in RunCommand.swift).
     private func makeConfiguration(host: String, port: Int, authority: String, template: PayloadTemplate,
                                    tokens: DeviceTokens, limit: Int) -> LoadConfiguration {
         var config = LoadConfiguration(host: host, port: port, authority: authority, template: template, tokens: tokens)
@@ -176,9 +177,7 @@ struct EncoderComparisonExecution {
         config.project = options.project
         config.retries = options.retries
         config.seed = options.seed
-        if let q = ProcessInfo.processInfo.environment["PUSHBENCH_PACER_QUANTUM_US"], let us = UInt64(q) {
-            config.pacingQuantumNs = us * 1000
-        }
+        if let q = options.paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
         return config
     }
 
