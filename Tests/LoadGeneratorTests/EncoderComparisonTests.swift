@@ -199,6 +199,71 @@ import PushPayload
         #expect(cli.status == 1, "\(cli.out)\(cli.err)")
     }
 
+    // MARK: scripts/nightly
+
+    private static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    private static var havePython: Bool {
+        ["/usr/bin/python3", "/usr/local/bin/python3"].contains { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    private func nightly(_ args: [String], environment extra: [String: String]) throws -> (status: Int32, out: String, err: String) {
+        let bin = try #require(Self.binary, "build the pushbench binary first (swift build --build-tests)")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = [Self.repository.appendingPathComponent("scripts/nightly").path] + args
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: TestSlowdown.environmentVariable)
+        // The script's own matrix shrunk to one low rate, on this build's binary.
+        env["PUSHBENCH_BIN"] = bin.path
+        env["PUSHBENCH_NIGHTLY_RATES"] = "400"
+        env[ComparisonSchedule.roundEnvironmentVariable] = "250ms"
+        for (k, v) in extra { env[k] = v }
+        p.environment = env
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    @Test(.enabled(if: havePython, "scripts/nightly needs python3"))
+    func nightlyScriptWritesTheBaselineThenFailsTheSlowedEncoder() throws {
+        let out = tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let baseline = out.appendingPathComponent("baseline")
+        let common = ["--duration", "500ms", "--warmup", "0s", "--out", out.path, "--baseline", baseline.path]
+        let update = try nightly(common + ["--update-baseline"], environment: [:])
+        #expect(update.status == 0, "\(update.err)")
+        for e in ["zerocopy", "copy", "foundation"] {
+            #expect(FileManager.default.fileExists(atPath: baseline.appendingPathComponent("\(e)-400.json").path), "\(e)")
+        }
+        #expect(update.out.contains("| copy @ 400 |") && update.out.contains("baseline updated"))
+
+        // copy burns 5 ms per payload: its cell regresses (p50 from well under a ms to over 5 ms, CPU per
+        // push many times the baseline), the script says so in the table and exits 1.
+        let slowed = try nightly(common, environment: [TestSlowdown.environmentVariable: "copy:5ms"])
+        #expect(slowed.status == 1, "\(slowed.out)\(slowed.err)")
+        let copyRow = slowed.out.split(separator: "\n").first { $0.hasPrefix("| copy @ 400 |") }.map(String.init) ?? ""
+        #expect(copyRow.contains("REGRESSION"), "\(slowed.out)")
+        #expect(copyRow.contains("p50"))
+        #expect(copyRow.contains("cpu_per_million"))
+        let history = try String(contentsOf: out.appendingPathComponent("history.csv"), encoding: .utf8)
+        #expect(history.split(separator: "\n").count == 7, "header + 3 baseline runs + 3 checked runs")
+        let reports = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasPrefix("nightly-") }
+        #expect(reports.count == 2)
+
+        // Without a baseline the script cannot judge: exit 2, naming the remedy.
+        let missing = try nightly(["--duration", "250ms", "--warmup", "0s", "--out", out.path,
+                                   "--baseline", out.appendingPathComponent("none").path], environment: [:])
+        #expect(missing.status == 2)
+        #expect(missing.err.contains("--update-baseline"))
+    }
+
     @Test func abRunRejectsBadInputWithExitTwo() throws {
         let out = tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
