@@ -90,7 +90,7 @@ struct EncoderComparisonExecution {
                 roundStarted: { r in
                     display.finish()
                     display = ProgressDisplay(quiet: options.quiet, json: options.json)
-                    if talk && !display.terminal {
+                    if talk {
                         printOut("round \(r.index + 1)/\(schedule.count): \(names[r.variant])")
                     }
                 },
