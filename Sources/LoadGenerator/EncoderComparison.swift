@@ -107,6 +107,9 @@ public struct VariantRun {
     public var processCPUSeconds: Double
     /// What the gateway saw during this variant's rounds (nil with an external target).
     public var gateway: GatewayStats?
+    /// Each round's own figures, in order: the spread between rounds shows whether a difference between
+    /// variants is larger than the noise.
+    public var perRound: [RoundFigures] = []
 
     /// CPU seconds (user + system) of the driver threads during this variant's rounds.
     public var driverCPUSeconds: Double { result.cpuUser + result.cpuSystem }
@@ -115,6 +118,18 @@ public struct VariantRun {
     public var cpuSecondsPerMillion: Double? {
         pushes > 0 ? driverCPUSeconds / Double(pushes) * 1e6 : nil
     }
+}
+
+/// One round's figures for one variant.
+public struct RoundFigures: Sendable, Equatable {
+    /// Position of the round in the run.
+    public var index: Int
+    /// Completed requests per measured second in this round.
+    public var achievedRPS: Double
+    /// Corrected latency p50 and p99 of this round, µs.
+    public var p50: Int64, p99: Int64
+    /// Driver-thread CPU seconds per million pushes in this round.
+    public var cpuSecondsPerMillion: Double?
 }
 
 /// The outcome of an A/B run.
@@ -167,7 +182,13 @@ public enum EncoderComparison {
             if let before = gatewayBefore, let after = gatewayStats?() {
                 run.gateway?.add(after.subtracting(before))
             }
-            run.pushes += r.measured.sent + r.warmup.sent + r.measured.retries + r.warmup.retries
+            let pushes = r.measured.sent + r.warmup.sent + r.measured.retries + r.warmup.retries
+            run.pushes += pushes
+            run.perRound.append(RoundFigures(
+                index: round.index,
+                achievedRPS: r.measuredSeconds > 0 ? Double(r.measured.completed) / r.measuredSeconds : 0,
+                p50: r.latency.valueAtPercentile(50), p99: r.latency.valueAtPercentile(99),
+                cpuSecondsPerMillion: pushes > 0 ? (r.cpuUser + r.cpuSystem) / Double(pushes) * 1e6 : nil))
             run.result.absorb(r, first: run.rounds == 0)
             run.rounds += 1
             runs[round.variant] = run

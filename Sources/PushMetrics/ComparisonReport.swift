@@ -29,18 +29,43 @@ public struct VariantComparison {
         public var cpuSecondsPerMillion: Double?
         /// Rounds it ran.
         public var rounds: Int
+        /// Each round's own figures (for the round-to-round spread).
+        public var perRound: [RoundPoint]
 
         /// Creates an entry.
-        public init(name: String, runID: String, record: RunRecord, cpuSecondsPerMillion: Double?, rounds: Int) {
+        public init(name: String, runID: String, record: RunRecord, cpuSecondsPerMillion: Double?, rounds: Int,
+                    perRound: [RoundPoint] = []) {
             self.name = name
             self.runID = runID
             self.record = record
             self.cpuSecondsPerMillion = cpuSecondsPerMillion
             self.rounds = rounds
+            self.perRound = perRound
         }
 
         /// summary.json of the entry's run (what ``RunComparison`` reads).
         var summary: JSONValue { ResultsWriter.summaryJSON(record, runID: runID) }
+    }
+
+    /// One round of one variant.
+    public struct RoundPoint: Sendable, Equatable {
+        /// Position of the round in the run.
+        public var index: Int
+        /// Completed requests per measured second.
+        public var achievedRPS: Double
+        /// Corrected latency p50 and p99, µs.
+        public var p50: Int64, p99: Int64
+        /// Driver-thread CPU seconds per million pushes.
+        public var cpuSecondsPerMillion: Double?
+
+        /// Creates a round's figures.
+        public init(index: Int, achievedRPS: Double, p50: Int64, p99: Int64, cpuSecondsPerMillion: Double?) {
+            self.index = index
+            self.achievedRPS = achievedRPS
+            self.p50 = p50
+            self.p99 = p99
+            self.cpuSecondsPerMillion = cpuSecondsPerMillion
+        }
     }
 
     /// Label of the invocation (the comparison folder is `<run id>-comparison`).
@@ -144,6 +169,18 @@ public struct VariantComparison {
         out += "\nLatency is corrected latency (from each request's intended send time). CPU s / M pushes is the CPU time of the "
         out += "client's driver threads during the variant's rounds per million requests sent (warm-up included). "
         out += "Verdicts compare each variant with the first using `pushbench compare`'s thresholds.\n\n"
+        if entries.contains(where: { $0.perRound.count > 1 }) {
+            out += "Round to round (min … median … max over each variant's rounds): a difference between variants "
+            out += "smaller than these spreads may well be noise.\n\n"
+            out += "| encoder | CPU s / M pushes | p99 ms | achieved rps |\n|---|---:|---:|---:|\n"
+            for e in entries {
+                let cpu = Self.spread(e.perRound.compactMap(\.cpuSecondsPerMillion)) { String(format: "%.2f", $0) }
+                let p99 = Self.spread(e.perRound.map { Double($0.p99) / 1000 }) { String(format: "%.3f", $0) }
+                let rps = Self.spread(e.perRound.map(\.achievedRPS)) { ReportChart.grouped($0) }
+                out += "| \(e.name) | \(cpu) | \(p99) | \(rps) |\n"
+            }
+            out += "\n"
+        }
         out += "![latency by percentile](comparison.svg)\n\nRun folders:\n\n"
         for e in entries { out += "- \(e.name): `\(e.runID)`\n" }
         return out
@@ -170,6 +207,13 @@ public struct VariantComparison {
                     ("errors", .int(r.counts.failed + r.counts.transportErrors)),
                     ("cpu_s_per_million", e.cpuSecondsPerMillion.map { .double(ResultsWriter.round3($0)) } ?? .null),
                     ("regressions_vs_reference", .array(regs[i].map { .string($0) })),
+                    ("per_round", .array(e.perRound.map { p in
+                        .object([
+                            ("round", .int(Int64(p.index))), ("achieved_rps", .double(ResultsWriter.round3(p.achievedRPS))),
+                            ("p50_us", .int(p.p50)), ("p99_us", .int(p.p99)),
+                            ("cpu_s_per_million", p.cpuSecondsPerMillion.map { .double(ResultsWriter.round3($0)) } ?? .null),
+                        ])
+                    })),
                 ])
             })),
         ])
@@ -295,6 +339,14 @@ public struct VariantComparison {
     // MARK: Helpers
 
     static func ms(_ us: Int64) -> String { String(format: "%.3f", Double(us) / 1000) }
+
+    /// `min … median … max` of `values`, each formatted by `f`.
+    static func spread(_ values: [Double], _ f: (Double) -> String) -> String {
+        guard !values.isEmpty else { return "-" }
+        let v = values.sorted()
+        let median = v.count % 2 == 1 ? v[v.count / 2] : (v[v.count / 2 - 1] + v[v.count / 2]) / 2
+        return "\(f(v[0])) … \(f(median)) … \(f(v[v.count - 1]))"
+    }
 
     static func ratio(_ v: Double?, _ ref: Double?) -> String {
         guard let v, let ref, ref > 0 else { return "-" }

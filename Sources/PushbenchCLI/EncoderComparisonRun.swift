@@ -135,7 +135,11 @@ struct EncoderComparisonExecution {
                 throw Failure(status: 1, message: "cannot write the results: \(error)")
             }
             entries.append(VariantComparison.Entry(name: v.variant.rawValue, runID: folder.lastPathComponent, record: record,
-                                                   cpuSecondsPerMillion: v.cpuSecondsPerMillion, rounds: v.rounds))
+                                                   cpuSecondsPerMillion: v.cpuSecondsPerMillion, rounds: v.rounds,
+                                                   perRound: v.perRound.map {
+                                                       VariantComparison.RoundPoint(index: $0.index, achievedRPS: $0.achievedRPS, p50: $0.p50,
+                                                                                    p99: $0.p99, cpuSecondsPerMillion: $0.cpuSecondsPerMillion)
+                                                   }))
             if talk { printOut("\(folder.path)\(record.interrupted ? "  (interrupted)" : "")") }
         }
         let comparison = VariantComparison(label: options.label, entries: entries, roundOrder: roundOrder,

@@ -84,6 +84,8 @@ import PushPayload
             #expect(r.intervals.reduce(0) { $0 + $1.completed } == 300)
             #expect(v.gateway?.requests == 300)
             #expect(v.pushes == 300)
+            #expect(v.perRound.map(\.index) == schedule.filter { variants[$0.variant] == v.variant }.map(\.index))
+            #expect(v.perRound.allSatisfy { $0.p99 > 0 && ($0.cpuSecondsPerMillion ?? 0) > 0 })
             #expect(v.driverCPUSeconds > 0)
             #expect((v.cpuSecondsPerMillion ?? 0) > 0)
             gatewayTotal += v.gateway?.requests ?? 0
@@ -182,6 +184,8 @@ import PushPayload
         #expect(history.split(separator: "\n").count == 3, "header + one row per variant")
         let md = try String(contentsOf: comparison.appendingPathComponent("comparison.md"), encoding: .utf8)
         #expect(md.contains("| zerocopy |") && md.contains("| copy |"))
+        #expect(md.contains("Round to round"))
+        #expect((variants[1]["per_round"] as? [[String: Any]])?.compactMap { $0["round"] as? Int } == [1, 3, 5, 7])
         let svg = try String(contentsOf: comparison.appendingPathComponent("comparison.svg"), encoding: .utf8)
         #expect(svg.components(separatedBy: "<polyline").count - 1 == 2, "one percentile curve per variant")
 
