@@ -8,6 +8,7 @@ import Foundation
 
 /// Which encoder (`--encoder`).
 public enum EncoderVariant: String, Sendable, CaseIterable {
+    /// JSONEncoder baseline; hand-written encoder plus a copy; compiled template written in place.
     case foundation, copy, zerocopy
 
     /// True when the bytes are written straight into the send slot, so the transport can send the
@@ -41,15 +42,21 @@ public func makePayloadEncoder(_ variant: EncoderVariant, template: PayloadTempl
 
 /// The zerocopy variant: one pass over the compiled template, static runs by memcpy, slots written
 /// in place. No intermediate buffer and no allocation.
-public final class ZeroCopyEncoder: PayloadEncoder {
+public final class ZeroCopyEncoder: PayloadEncoder, Sendable {
+    /// The compiled template.
     public let template: PayloadTemplate
+    /// `.zerocopy`.
     public var variant: EncoderVariant { .zerocopy }
 
     /// An encoder for `template`.
     public init(template: PayloadTemplate) { self.template = template }
 
+    /// Writes the payload straight into `slot`; `nil` when it does not fit. Allocates nothing.
     @inline(__always)
     public func encode(_ request: RequestContext, into slot: UnsafeMutableRawBufferPointer) -> Int? {
+        if let bound = template.lengthBound, bound <= slot.count, let base = slot.baseAddress {
+            return template.write(request, to: base)
+        }
         guard template.encodedLength(request) <= slot.count, let base = slot.baseAddress else {
             return template.encodedLength(request) == 0 ? 0 : nil
         }
@@ -61,27 +68,35 @@ public final class ZeroCopyEncoder: PayloadEncoder {
 /// reusable scratch buffer (what a hand-written provider encoder does), then copies it into `slot`.
 /// Not thread-safe: one encoder per loop thread.
 public final class CopyEncoder: PayloadEncoder {
+    /// The compiled template (its tree is walked per request).
     public let template: PayloadTemplate
+    /// `.copy`.
     public var variant: EncoderVariant { .copy }
-    private var scratch: [UInt8]
+    // A growable scratch buffer, reused across requests: it grows (rarely) but never shrinks.
+    private var buf: UnsafeMutableRawPointer
+    private var capacity: Int
+    private var length = 0
     private var uuidIndex = 0
 
     /// An encoder for `template`; the scratch buffer is reserved once and reused.
     public init(template: PayloadTemplate) {
         self.template = template
-        scratch = []
-        scratch.reserveCapacity(max(template.maxLength, 8192))
+        capacity = max(template.maxLength, 8192)
+        buf = .allocate(byteCount: capacity, alignment: 16)
     }
+
+    deinit { buf.deallocate() }
 
     /// Encodes into the scratch buffer; the bytes are valid until the next call. (What nghttp2's
     /// ordinary read callback would copy from.)
     public func encodeToScratch(_ request: RequestContext) -> UnsafeRawBufferPointer {
-        scratch.removeAll(keepingCapacity: true)
+        length = 0
         uuidIndex = 0
         walk(template.root, request)
-        return scratch.withUnsafeBytes { $0 }  // storage is owned by self and stable until the next call
+        return UnsafeRawBufferPointer(start: buf, count: length)
     }
 
+    /// Encodes into the scratch buffer, then copies into `slot`; `nil` when it does not fit.
     public func encode(_ request: RequestContext, into slot: UnsafeMutableRawBufferPointer) -> Int? {
         let bytes = encodeToScratch(request)
         guard bytes.count <= slot.count else { return nil }
@@ -89,43 +104,55 @@ public final class CopyEncoder: PayloadEncoder {
         return bytes.count
     }
 
-    @inline(__always) private func byte(_ b: UInt8) { scratch.append(b) }
+    @inline(__always) private func reserve(_ n: Int) {
+        if length + n <= capacity { return }
+        var c = capacity * 2
+        while c < length + n { c *= 2 }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: c, alignment: 16)
+        grown.copyMemory(from: buf, byteCount: length)
+        buf.deallocate()
+        buf = grown
+        capacity = c
+    }
 
+    @inline(__always) private func byte(_ b: UInt8) {
+        reserve(1)
+        buf.storeBytes(of: b, toByteOffset: length, as: UInt8.self)
+        length += 1
+    }
+
+    @inline(__always) private func bytes(_ src: UnsafeRawBufferPointer) {
+        guard let base = src.baseAddress, src.count > 0 else { return }
+        reserve(src.count)
+        (buf + length).copyMemory(from: base, byteCount: src.count)
+        length += src.count
+    }
+
+    private func bytes(_ s: StaticString) {
+        bytes(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    /// Escapes every string on every request (the static parts too): what a hand-written encoder
+    /// without a compiled template does.
     private func escaped(_ src: UnsafeRawBufferPointer) {
-        var i = 0
-        let n = src.count
-        while i < n {
-            var j = i
-            while j < n && !JSONWriting.needsEscape(src[j]) { j += 1 }
-            if j > i { scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: src[i..<j])); i = j }
-            if i == n { break }
-            withUnsafeTemporaryAllocation(byteCount: 6, alignment: 1) { t in
-                let w = JSONWriting.writeEscaped(UnsafeRawBufferPointer(rebasing: src[i..<(i + 1)]), to: t.baseAddress!)
-                scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: t[0..<w]))
-            }
-            i += 1
-        }
+        reserve(6 * src.count)
+        length += JSONWriting.writeEscaped(src, to: buf + length)
     }
 
     private func decimal(_ v: Int64) {
-        withUnsafeTemporaryAllocation(byteCount: 20, alignment: 1) { t in
-            let n = JSONWriting.writeDecimal(v, to: t.baseAddress!)
-            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: t[0..<n]))
-        }
+        reserve(20)
+        length += JSONWriting.writeDecimal(v, to: buf + length)
     }
 
     private func decimal(_ v: UInt64) {
-        withUnsafeTemporaryAllocation(byteCount: 20, alignment: 1) { t in
-            let n = JSONWriting.writeDecimal(v, to: t.baseAddress!)
-            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: t[0..<n]))
-        }
+        reserve(20)
+        length += JSONWriting.writeDecimal(v, to: buf + length)
     }
 
     private func uuid(_ u: PushUUID) {
-        withUnsafeTemporaryAllocation(byteCount: 36, alignment: 1) { t in
-            u.write(to: t.baseAddress!)
-            scratch.append(contentsOf: UnsafeRawBufferPointer(t))
-        }
+        reserve(PushUUID.textLength)
+        u.write(to: buf + length)
+        length += PushUUID.textLength
     }
 
     private func slot(_ k: PlaceholderKind, _ r: RequestContext) {
@@ -143,12 +170,13 @@ public final class CopyEncoder: PayloadEncoder {
         switch node {
         case .object(let members):
             byte(UInt8(ascii: "{"))
-            var first = true
-            for m in members {
-                if !first { byte(UInt8(ascii: ",")) }
-                first = false
+            // Index loops, not for-in: an unspecialized (debug) IndexingIterator over these
+            // element types heap-allocates per element, which would break the zero-allocation test.
+            for i in 0..<members.count {
+                let m = members[i]
+                if i > 0 { byte(UInt8(ascii: ",")) }
                 byte(0x22)
-                m.keyUTF8.withUnsafeBytes { escaped($0) }
+                escaped(UnsafeRawBufferPointer(rebasing: template.literals[m.keyUTF8]))
                 byte(0x22)
                 byte(UInt8(ascii: ":"))
                 walk(m.value, r)
@@ -156,26 +184,23 @@ public final class CopyEncoder: PayloadEncoder {
             byte(UInt8(ascii: "}"))
         case .array(let items):
             byte(UInt8(ascii: "["))
-            var first = true
-            for item in items {
-                if !first { byte(UInt8(ascii: ",")) }
-                first = false
-                walk(item, r)
+            for i in 0..<items.count {
+                if i > 0 { byte(UInt8(ascii: ",")) }
+                walk(items[i], r)
             }
             byte(UInt8(ascii: "]"))
         case .string(let parts):
             byte(0x22)
-            for p in parts {
-                switch p {
-                case .literal(_, let b): b.withUnsafeBytes { escaped($0) }
+            for i in 0..<parts.count {
+                switch parts[i] {
+                case .literal(_, let b): escaped(UnsafeRawBufferPointer(rebasing: template.literals[b]))
                 case .slot(let k): slot(k, r)
                 }
             }
             byte(0x22)
-        case .number(let n): scratch.append(contentsOf: n.canonical)
-        case .bool(let b):
-            if b { scratch.append(contentsOf: [0x74, 0x72, 0x75, 0x65]) } else { scratch.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65]) }
-        case .null: scratch.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
+        case .number(let n): bytes(UnsafeRawBufferPointer(rebasing: template.literals[n.canonical]))
+        case .bool(let b): bytes(b ? "true" : "false")
+        case .null: bytes("null")
         case .slot(let k): slot(k, r)
         }
     }
@@ -185,7 +210,9 @@ public final class CopyEncoder: PayloadEncoder {
 /// (Strings, Ints, nested containers: the struct a provider would fill) and encode them with
 /// JSONEncoder (`.sortedKeys`, `.withoutEscapingSlashes`), then copy the Data into `slot`.
 public final class FoundationEncoder: PayloadEncoder {
+    /// The compiled template (its tree is resolved per request).
     public let template: PayloadTemplate
+    /// `.foundation`.
     public var variant: EncoderVariant { .foundation }
     private let encoder: JSONEncoder
 
@@ -204,6 +231,7 @@ public final class FoundationEncoder: PayloadEncoder {
         return try! encoder.encode(value)
     }
 
+    /// Encodes with JSONEncoder, then copies the Data into `slot`; `nil` when it does not fit.
     public func encode(_ request: RequestContext, into slot: UnsafeMutableRawBufferPointer) -> Int? {
         let data = encodeData(request)
         guard data.count <= slot.count else { return nil }
@@ -297,3 +325,7 @@ enum FoundationValue: Encodable {
         }
     }
 }
+
+// Encoders with per-request state are confined to one thread (one per driver loop).
+@available(*, unavailable) extension CopyEncoder: Sendable {}
+@available(*, unavailable) extension FoundationEncoder: Sendable {}

@@ -85,12 +85,18 @@ public final class PayloadTemplate: @unchecked Sendable {
     /// Slots in output order; `staticEnds[k]` is where the static run before slot k ends.
     let slots: UnsafeMutableBufferPointer<PlaceholderKind>
     let staticEnds: UnsafeMutableBufferPointer<Int>
+    /// The tree's pooled UTF-8 (keys, literal strings, numbers), indexed by the ranges in the nodes.
+    let literals: UnsafeMutableRawBufferPointer
     /// Placeholders used, in output order.
     public var placeholders: [PlaceholderKind] { Array(slots) }
     /// Bytes of output that never change.
     public var staticLength: Int { staticBytes.count }
     /// The largest output under the options the template was loaded with.
     public let maxLength: Int
+    /// The largest output for any request when the template has no variable-length string slot
+    /// (`{{token}}`, `{{text}}`), else nil. When the slot is at least this big, the zerocopy
+    /// encoder skips the length pass.
+    public let lengthBound: Int?
 
     /// The bytes of the default APNs template: Apple's and Firebase's example plus a message id.
     public static let defaultAPNsText = PushNotification.example.templateJSON()
@@ -109,6 +115,24 @@ public final class PayloadTemplate: @unchecked Sendable {
     /// The default FCM template, compiled (FCM registration tokens run to ~160 bytes).
     public static func defaultFCM(options: TemplateOptions = .init(maxTokenLength: 256)) -> PayloadTemplate {
         try! PayloadTemplate(text: defaultFCMText, file: "<default fcm template>", options: options)
+    }
+
+    /// The template of a run: the file at `path`, or the protocol's default template when `path` is
+    /// nil, checked against the protocol's size limit.
+    ///
+    ///     let t = try PayloadTemplate.forRun(path: options.payload, protocol: .apns, pushType: .alert,
+    ///                                        maxTokenLength: tokens.maxLength)
+    public static func forRun(path: String?, protocol proto: PushProtocol, pushType: APNsPushType = .alert,
+                              fcmTopic: Bool = false, maxTokenLength: Int, maxTextLength: Int = 0,
+                              allowOversize: Bool = false) throws(TemplateError) -> PayloadTemplate {
+        let options = TemplateOptions(limit: PayloadLimits.limit(for: proto, pushType: pushType, topic: fcmTopic),
+                                      maxTokenLength: maxTokenLength, maxTextLength: maxTextLength,
+                                      allowOversize: allowOversize)
+        if let path { return try PayloadTemplate(path: path, options: options) }
+        switch proto {
+        case .apns: return try PayloadTemplate(text: defaultAPNsText, file: "<default apns template>", options: options)
+        case .fcm: return try PayloadTemplate(text: defaultFCMText, file: "<default fcm template>", options: options)
+        }
     }
 
     /// Loads and compiles a template file.
@@ -133,7 +157,9 @@ public final class PayloadTemplate: @unchecked Sendable {
         var out: [UInt8] = []
         var slotList: [PlaceholderKind] = []
         var ends: [Int] = []
-        TemplateCompiler.emit(compiled.root, into: &out, slots: &slotList, ends: &ends)
+        TemplateCompiler.emit(compiled.root, pool: compiled.pool, into: &out, slots: &slotList, ends: &ends)
+        literals = .allocate(byteCount: max(compiled.pool.bytes.count, 1), alignment: 16)
+        literals.copyBytes(from: compiled.pool.bytes)
         staticBytes = .allocate(byteCount: max(out.count, 1), alignment: 16)
         staticBytes.copyBytes(from: out)
         slots = .allocate(capacity: max(slotList.count, 1))
@@ -154,6 +180,8 @@ public final class PayloadTemplate: @unchecked Sendable {
             }
         }
         maxLength = worst
+        lengthBound = slotList.contains { $0 == .token || $0 == .text } ? nil
+            : out.count + slotList.reduce(0) { $0 + ($1.isNumber ? 20 : PushUUID.textLength) }
         if let limit = options.limit, worst > limit, !options.allowOversize {
             let (line, column) = compiled.largestPadPosition ?? (1, 1)
             throw TemplateError(file: file, line: line, column: column, reason:
@@ -169,6 +197,7 @@ public final class PayloadTemplate: @unchecked Sendable {
         staticBytes.deallocate()
         slots.deallocate()
         staticEnds.deallocate()
+        literals.deallocate()
     }
 
     /// The exact length of the payload for `request`. Allocates nothing.
@@ -225,7 +254,7 @@ public final class PayloadTemplate: @unchecked Sendable {
 /// A template as a tree: what the `copy` and `foundation` encoders walk per request.
 indirect enum TemplateNode {
     /// Members sorted by key (canonical order); keys kept as String and as UTF-8.
-    case object([(key: String, keyUTF8: [UInt8], value: TemplateNode)])
+    case object([(key: String, keyUTF8: Range<Int>, value: TemplateNode)])
     case array([TemplateNode])
     /// Literal parts (unescaped UTF-8) and slots, in order.
     case string([StringPart])
@@ -236,8 +265,20 @@ indirect enum TemplateNode {
     case slot(PlaceholderKind)
 }
 
+/// UTF-8 bytes of keys, literal strings and numbers, pooled so the tree holds plain ranges (walking
+/// it touches no array buffers).
+final class BytePool {
+    var bytes: [UInt8] = []
+    func intern(_ b: [UInt8]) -> Range<Int> {
+        let start = bytes.count
+        bytes.append(contentsOf: b)
+        return start..<bytes.count
+    }
+    subscript(_ r: Range<Int>) -> ArraySlice<UInt8> { bytes[r] }
+}
+
 enum StringPart {
-    case literal(String, [UInt8])
+    case literal(String, Range<Int>)
     case slot(PlaceholderKind)
 }
 
@@ -245,7 +286,7 @@ enum StringPart {
 struct NumberLiteral {
     enum Value { case int(Int64), double(Double) }
     var value: Value
-    var canonical: [UInt8]
+    var canonical: Range<Int>
 }
 
 // MARK: - Compiler
@@ -263,6 +304,7 @@ struct TemplateCompiler {
     let file: String
     var placeholders: [Placeholder] = []
     var uuidCount = 0
+    let pool = BytePool()
     var pads: [(start: Int, count: Int)] = []
 
     init(bytes: [UInt8], file: String) {
@@ -280,6 +322,7 @@ struct TemplateCompiler {
 
     struct Compiled {
         var root: TemplateNode
+        var pool: BytePool
         var largestPadPosition: (Int, Int)?
     }
 
@@ -300,7 +343,8 @@ struct TemplateCompiler {
                 i += 1
                 continue
             }
-            if c == UInt8(ascii: "{") && i + 1 < n && bytes[i + 1] == UInt8(ascii: "{") {
+            // In "{{{seq}}" the first brace is JSON's; the placeholder starts at the last "{{".
+            if c == UInt8(ascii: "{") && i + 2 < n && bytes[i + 1] == UInt8(ascii: "{") && bytes[i + 2] != UInt8(ascii: "{") {
                 var j = i + 2
                 while j + 1 < n && j - i < 80 && !(bytes[j] == UInt8(ascii: "}") && bytes[j + 1] == UInt8(ascii: "}"))
                     && bytes[j] != 0x0A && bytes[j] != 0x22 { j += 1 }
@@ -375,14 +419,14 @@ struct TemplateCompiler {
         if let big = pads.max(by: { $0.count < $1.count }), big.count > 0 {
             padPosition = bytes.withUnsafeBytes { JSON.position(of: big.start, in: $0) }
         }
-        return Compiled(root: root, largestPadPosition: padPosition)
+        return Compiled(root: root, pool: pool, largestPadPosition: padPosition)
     }
 
     func build(_ index: Int, _ tape: JSONTape, _ buf: UnsafeRawBufferPointer) throws(TemplateError) -> TemplateNode {
         let e = tape[index]
         switch e.kind {
         case .object:
-            var members: [(key: String, keyUTF8: [UInt8], value: TemplateNode)] = []
+            var members: [(key: String, keyUTF8: Range<Int>, value: TemplateNode)] = []
             var err: TemplateError?
             tape.forEachMember(of: index) { k, v in
                 guard err == nil else { return }
@@ -399,7 +443,7 @@ struct TemplateCompiler {
                     if members.contains(where: { $0.key == key }) {
                         throw error(at: ke.start - 1, "duplicate key \"\(key)\"")
                     }
-                    members.append((key: key, keyUTF8: utf8, value: try build(v, tape, buf)))
+                    members.append((key: key, keyUTF8: pool.intern(utf8), value: try build(v, tape, buf)))
                 } catch let e as TemplateError {
                     err = e
                 } catch {}
@@ -433,11 +477,11 @@ struct TemplateCompiler {
                     pending.append(contentsOf: repeatElement(UInt8(ascii: "x"), count: pad))
                     continue
                 }
-                if !pending.isEmpty { parts.append(.literal(String(decoding: pending, as: UTF8.self), pending)); pending = [] }
+                if !pending.isEmpty { parts.append(.literal(String(decoding: pending, as: UTF8.self), pool.intern(pending))); pending = [] }
                 parts.append(.slot(p.kind))
             }
             flushLiteral(upTo: e.end)
-            if !pending.isEmpty { parts.append(.literal(String(decoding: pending, as: UTF8.self), pending)) }
+            if !pending.isEmpty { parts.append(.literal(String(decoding: pending, as: UTF8.self), pool.intern(pending))) }
             return .string(parts)
         case .number:
             if let p = placeholders.first(where: { $0.start == e.start && !$0.inString }) { return .slot(p.kind) }
@@ -453,21 +497,21 @@ struct TemplateCompiler {
         if let v = Int64(text) {
             var out = [UInt8](repeating: 0, count: 20)
             let len = out.withUnsafeMutableBytes { JSONWriting.writeDecimal(v, to: $0.baseAddress!) }
-            return NumberLiteral(value: .int(v), canonical: Array(out[0..<len]))
+            return NumberLiteral(value: .int(v), canonical: pool.intern(Array(out[0..<len])))
         }
         guard let d = Double(text), d.isFinite else { throw error(at: e.start, "number out of range: \(text)") }
         // Format exactly as the Codable baseline will, so all encoders agree.
         guard let data = try? TemplateCompiler.doubleEncoder.encode([d]) else {
             throw error(at: e.start, "number cannot be encoded: \(text)")
         }
-        return NumberLiteral(value: .double(d), canonical: Array(data.dropFirst().dropLast()))
+        return NumberLiteral(value: .double(d), canonical: pool.intern(Array(data.dropFirst().dropLast())))
     }
 
     static let doubleEncoder = JSONEncoder()
 
     /// Writes the canonical form of `node`: static bytes into `out`, and for each slot its kind and
     /// the offset where the static run before it ends. `{{uuid}}` slots are numbered here, in output order.
-    static func emit(_ node: TemplateNode, into out: inout [UInt8], slots: inout [PlaceholderKind], ends: inout [Int]) {
+    static func emit(_ node: TemplateNode, pool: BytePool, into out: inout [UInt8], slots: inout [PlaceholderKind], ends: inout [Int]) {
         func slot(_ k: PlaceholderKind) {
             ends.append(out.count)
             if case .uuid = k {
@@ -476,8 +520,8 @@ struct TemplateCompiler {
                 slots.append(k)
             }
         }
-        func escaped(_ bytes: [UInt8]) {
-            bytes.withUnsafeBytes { JSONWriting.appendEscaped($0, to: &out) }
+        func escaped(_ range: Range<Int>) {
+            Array(pool[range]).withUnsafeBytes { JSONWriting.appendEscaped($0, to: &out) }
         }
         switch node {
         case .object(let members):
@@ -488,14 +532,14 @@ struct TemplateCompiler {
                 escaped(m.keyUTF8)
                 out.append(0x22)
                 out.append(UInt8(ascii: ":"))
-                emit(m.value, into: &out, slots: &slots, ends: &ends)
+                emit(m.value, pool: pool, into: &out, slots: &slots, ends: &ends)
             }
             out.append(UInt8(ascii: "}"))
         case .array(let items):
             out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                emit(item, into: &out, slots: &slots, ends: &ends)
+                emit(item, pool: pool, into: &out, slots: &slots, ends: &ends)
             }
             out.append(UInt8(ascii: "]"))
         case .string(let parts):
@@ -507,7 +551,7 @@ struct TemplateCompiler {
                 }
             }
             out.append(0x22)
-        case .number(let n): out.append(contentsOf: n.canonical)
+        case .number(let n): out.append(contentsOf: pool[n.canonical])
         case .bool(let b): out.append(contentsOf: Array((b ? "true" : "false").utf8))
         case .null: out.append(contentsOf: Array("null".utf8))
         case .slot(let k): slot(k)
