@@ -1,1 +1,122 @@
-// BenchmarkKit: see Benchmarks/README.
+// BenchmarkKit: a tiny in-house harness (design.md "Layout"): calibrate, warm up, time a few
+// rounds with the monotonic clock, count allocations with CAllocCounter, and check committed
+// allocation budgets. Times are reported; allocations gate.
+
+import CAllocCounter
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps `value` alive and opaque to the optimizer, so the measured work is not removed.
+@inline(never)
+public func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// Nanoseconds from the monotonic clock.
+@inline(__always)
+public func monotonicNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
+/// One benchmark's figures.
+public struct BenchmarkResult: Sendable {
+    /// The benchmark's name.
+    public var name: String
+    /// Operations per timed round.
+    public var iterations: Int
+    /// Timed rounds.
+    public var rounds: Int
+    /// Median over the rounds of the time per operation, in ns.
+    public var nsPerOp: Double
+    /// Fastest round's time per operation, in ns.
+    public var nsPerOpMin: Double
+    /// Allocations per operation (the lowest round: style.md §3).
+    public var allocsPerOp: Double
+    /// Bytes allocated per operation (same round as `allocsPerOp`).
+    public var allocatedBytesPerOp: Double
+}
+
+/// Runs benchmarks.
+///
+///     let r = Benchmark.run("zerocopy/default") { n in for i in 0..<n { blackHole(encode(i)) } }
+///     print(r.nsPerOp, r.allocsPerOp)
+public enum Benchmark {
+    /// Measures `body(n)`, which must perform `n` operations. Calibrates `n` so one round takes
+    /// about `roundNanoseconds`, warms up with one round, then times `rounds` rounds.
+    public static func run(_ name: String, rounds: Int = 5, roundNanoseconds: UInt64 = 20_000_000,
+                           maxIterations: Int = 50_000_000, _ body: (Int) -> Void) -> BenchmarkResult {
+        // Calibrate (doubles as warm-up: the first calls pay for metadata and lazy setup).
+        var n = 1
+        while true {
+            let t0 = monotonicNanoseconds()
+            body(n)
+            let dt = monotonicNanoseconds() - t0
+            if dt >= roundNanoseconds / 4 || n >= maxIterations {
+                let scaled = Double(n) * Double(roundNanoseconds) / Double(max(dt, 1))
+                n = max(1, min(maxIterations, Int(scaled)))
+                break
+            }
+            n *= 2
+        }
+        body(n)  // warm-up round at the final size
+        var times: [Double] = []
+        var allocs = Double.infinity
+        var bytes = Double.infinity
+        for _ in 0..<max(1, rounds) {
+            pb_alloc_reset()
+            let t0 = monotonicNanoseconds()
+            body(n)
+            let dt = monotonicNanoseconds() - t0
+            let a = Double(pb_alloc_count()) / Double(n)
+            if a < allocs {
+                allocs = a
+                bytes = Double(pb_alloc_bytes()) / Double(n)
+            }
+            times.append(Double(dt) / Double(n))
+        }
+        times.sort()
+        return BenchmarkResult(name: name, iterations: n, rounds: times.count, nsPerOp: times[times.count / 2],
+                               nsPerOpMin: times[0], allocsPerOp: allocs, allocatedBytesPerOp: bytes)
+    }
+}
+
+/// Committed per-benchmark budgets (Benchmarks/Thresholds/*.json): nested JSON objects whose leaves
+/// are numbers, read as dotted paths, e.g. `encoders.zerocopy.default.allocs_per_msg = 0`.
+public struct Budgets: Sendable {
+    /// Path → maximum allowed value.
+    public var limits: [String: Double]
+
+    /// Budgets from a JSON file.
+    public init(path: String) throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let object = try JSONSerialization.jsonObject(with: data)
+        var out: [String: Double] = [:]
+        func walk(_ prefix: String, _ value: Any) {
+            if let d = value as? [String: Any] {
+                for (k, v) in d where !k.hasPrefix("_") { walk(prefix.isEmpty ? k : "\(prefix).\(k)", v) }
+            } else if let n = value as? NSNumber {
+                out[prefix] = n.doubleValue
+            }
+        }
+        walk("", object)
+        limits = out
+    }
+
+    /// Budgets given directly.
+    public init(limits: [String: Double]) { self.limits = limits }
+
+    /// Messages for every measured value above its budget (empty when all are within budget).
+    /// A small epsilon absorbs rounding (allocations per op are averages).
+    public func violations(_ measured: [String: Double]) -> [String] {
+        limits.keys.sorted().compactMap { key in
+            guard let limit = limits[key] else { return nil }
+            guard let value = measured[key] else { return "\(key): budget \(limit) but not measured" }
+            return value > limit + 1e-9 ? "\(key): \(value) is over the budget of \(limit)" : nil
+        }
+    }
+}

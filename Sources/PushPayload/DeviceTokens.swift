@@ -1,0 +1,140 @@
+// Device tokens kept as lowercase hex bytes in one block, ready to be written into a `:path`
+// (`/3/device/<token>`) or a `{{token}}` with no per-request allocation.
+
+import Foundation
+
+/// An error in a token file: file, line and reason.
+public struct TokenFileError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The file.
+    public var file: String
+    /// 1-based line (0 when the problem is the whole file).
+    public var line: Int
+    /// What is wrong.
+    public var reason: String
+
+    /// `file:line: reason`.
+    public var description: String { line > 0 ? "\(file):\(line): \(reason)" : "\(file): \(reason)" }
+}
+
+/// A list of device tokens as lowercase hex text, stored contiguously. Immutable after creation.
+///
+///     let tokens = try DeviceTokens(path: "tokens.txt")      // or DeviceTokens(synthetic: 10_000, seed: 1)
+///     tokens.withToken(k % tokens.count) { hex in … }      // 64 bytes of lowercase hex
+public final class DeviceTokens: @unchecked Sendable {
+    // @unchecked: storage is written only in init and freed in deinit.
+    private let storage: UnsafeMutableRawBufferPointer
+    private let offsets: UnsafeMutableBufferPointer<Int>  // count + 1 entries
+
+    /// Number of tokens.
+    public let count: Int
+    /// Length of the longest token in bytes (for template size checks).
+    public let maxLength: Int
+
+    private init(hex: [UInt8], offsets list: [Int]) {
+        storage = .allocate(byteCount: max(hex.count, 1), alignment: 16)
+        storage.copyBytes(from: hex)
+        offsets = .allocate(capacity: list.count)
+        _ = offsets.initialize(from: list)
+        count = list.count - 1
+        var m = 0
+        for i in 0..<count { m = max(m, list[i + 1] - list[i]) }
+        maxLength = m
+    }
+
+    deinit {
+        storage.deallocate()
+        offsets.deallocate()
+    }
+
+    /// The bytes of token `index` (valid as long as this object lives). Allocates nothing.
+    @inline(__always)
+    public func token(_ index: Int) -> UnsafeRawBufferPointer {
+        precondition(index >= 0 && index < count, "token index \(index) out of 0..<\(count)")
+        return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[offsets[index]..<offsets[index + 1]])
+    }
+
+    /// Calls `body` with the bytes of token `index`.
+    @inline(__always)
+    public func withToken<R>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(token(index))
+    }
+
+    /// Token `index` as a String (allocates; not for the hot path).
+    public subscript(index: Int) -> String { String(decoding: token(index), as: UTF8.self) }
+
+    /// `count` synthetic tokens of 64 lowercase hex characters (32 random bytes each), fully
+    /// determined by `seed`.
+    public convenience init(synthetic count: Int, seed: UInt64 = 0x5eed, length: Int = 64) {
+        precondition(count > 0 && length > 0 && length % 2 == 0, "need count > 0 and an even length")
+        var rng = PushRandom(seed: seed)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(count * length)
+        var offsets: [Int] = [0]
+        offsets.reserveCapacity(count + 1)
+        let digits = Array("0123456789abcdef".utf8)
+        for _ in 0..<count {
+            var word = 0 as UInt64
+            for k in 0..<length {
+                if k % 16 == 0 { word = rng.next() }
+                hex.append(digits[Int(word & 0xF)])
+                word >>= 4
+            }
+            offsets.append(hex.count)
+        }
+        self.init(hex: hex, offsets: offsets)
+    }
+
+    /// Tokens from `strings` (validated like a file; errors name `<list>` and the 1-based index).
+    public convenience init(_ strings: [String]) throws(TokenFileError) {
+        try self.init(bytes: Array(strings.joined(separator: "\n").utf8), file: "<list>")
+    }
+
+    /// Loads a token file: one hex token per line; blank lines and lines starting with `#` are
+    /// skipped; surrounding spaces and `\r` are ignored; upper-case hex is stored lower-case.
+    public convenience init(path: String) throws(TokenFileError) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw TokenFileError(file: path, line: 0, reason: "cannot read the file")
+        }
+        try self.init(bytes: [UInt8](data), file: path)
+    }
+
+    /// Parses token-file bytes (`file` names the source in errors).
+    public convenience init(bytes: [UInt8], file: String) throws(TokenFileError) {
+        var hex: [UInt8] = []
+        hex.reserveCapacity(bytes.count)
+        var offsets: [Int] = [0]
+        var line = 0
+        var i = 0
+        let n = bytes.count
+        while i < n {
+            line += 1
+            var end = i
+            while end < n && bytes[end] != 0x0A { end += 1 }
+            var a = i, b = end
+            while a < b && (bytes[a] == 0x20 || bytes[a] == 0x09) { a += 1 }
+            while b > a && (bytes[b - 1] == 0x20 || bytes[b - 1] == 0x09 || bytes[b - 1] == 0x0D) { b -= 1 }
+            i = end + 1
+            if a == b || bytes[a] == UInt8(ascii: "#") { continue }
+            for k in a..<b {
+                let c = bytes[k]
+                switch c {
+                case 0x30...0x39, 0x61...0x66: hex.append(c)
+                case 0x41...0x46: hex.append(c | 0x20)
+                default:
+                    let shown = c >= 0x20 && c < 0x7F ? "'\(Character(Unicode.Scalar(c)))'" : String(format: "byte 0x%02x", c)
+                    throw TokenFileError(file: file, line: line, reason:
+                        "token has a non-hex character \(shown) at column \(k - a + 1)")
+                }
+            }
+            if (b - a) % 2 != 0 {
+                throw TokenFileError(file: file, line: line, reason:
+                    "token has an odd number of hex digits (\(b - a)); a token is whole bytes, e.g. 64 hex digits")
+            }
+            offsets.append(hex.count)
+        }
+        guard offsets.count > 1 else {
+            throw TokenFileError(file: file, line: 0, reason: "no tokens (the file is empty or only blank lines and # comments)")
+        }
+        self.init(hex: hex, offsets: offsets)
+    }
+}

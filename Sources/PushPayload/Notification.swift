@@ -1,0 +1,286 @@
+// The notification model of push-protocols.md §2 (the `aps` dictionary and custom keys) and §1.3
+// (APNs request headers). A notification renders to template JSON, so the model, the template
+// files and the three encoders share one path.
+
+/// `apns-push-type` values (push-protocols.md §1.3, §2.5).
+public enum APNsPushType: String, Sendable, CaseIterable {
+    case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets
+
+    /// The suffix the `apns-topic` carries for this push type (after the bundle id).
+    public var topicSuffix: String {
+        switch self {
+        case .alert, .background, .mdm: return ""
+        case .location: return ".location-query"
+        case .voip: return ".voip"
+        case .complication: return ".complication"
+        case .fileprovider: return ".pushkit.fileprovider"
+        case .liveactivity: return ".push-type.liveactivity"
+        case .pushtotalk: return ".voip-ptt"
+        case .widgets: return ".push-type.widgets"
+        }
+    }
+
+    /// The payload size limit for this push type.
+    public var payloadLimit: Int { PayloadLimits.apns(self) }
+}
+
+/// The APNs request headers a provider sends beside the payload.
+public struct APNsHeaders: Sendable, Equatable {
+    /// `apns-push-type`.
+    public var pushType: APNsPushType
+    /// `apns-topic` (bundle id plus the push type's suffix), or nil with a single-topic certificate.
+    public var topic: String?
+    /// `apns-priority`: 10, 5 or 1; nil leaves APNs' default (10).
+    public var priority: Int?
+    /// `apns-expiration`: UNIX seconds, 0 = deliver once; nil = not sent.
+    public var expiration: Int64?
+    /// `apns-collapse-id` (at most 64 bytes).
+    public var collapseID: String?
+    /// `apns-id`; per request, normally the request's message id.
+    public var apnsID: PushUUID?
+
+    /// Headers; defaults are an alert push with APNs' default priority.
+    public init(pushType: APNsPushType = .alert, topic: String? = nil, priority: Int? = nil,
+                expiration: Int64? = nil, collapseID: String? = nil, apnsID: PushUUID? = nil) {
+        self.pushType = pushType
+        self.topic = topic
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    /// Problems APNs would reject (in push-protocols.md's reason names), empty when none.
+    public func problems() -> [String] {
+        var out: [String] = []
+        if let p = priority, ![1, 5, 10].contains(p) { out.append("BadPriority: apns-priority must be 10, 5 or 1, not \(p)") }
+        if pushType == .background, let p = priority, p != 5 {
+            out.append("BadPriority: background pushes must use apns-priority 5")
+        }
+        if let c = collapseID, c.utf8.count > 64 {
+            out.append("BadCollapseId: apns-collapse-id is \(c.utf8.count) bytes, the limit is 64")
+        }
+        if let e = expiration, e < 0 { out.append("BadExpirationDate: apns-expiration must be >= 0") }
+        if let t = topic, t.isEmpty { out.append("BadTopic: apns-topic is empty") }
+        if let t = topic, !pushType.topicSuffix.isEmpty, !t.hasSuffix(pushType.topicSuffix) {
+            out.append("InvalidPushType: a \(pushType.rawValue) push needs a topic ending in \(pushType.topicSuffix)")
+        }
+        return out
+    }
+}
+
+/// The `alert` dictionary (push-protocols.md §2.2).
+public struct Alert: Sendable, Equatable {
+    public var title: String?
+    public var subtitle: String?
+    public var body: String?
+    public var launchImage: String?
+    public var titleLocKey: String?
+    public var titleLocArgs: [String]?
+    public var subtitleLocKey: String?
+    public var subtitleLocArgs: [String]?
+    public var locKey: String?
+    public var locArgs: [String]?
+    public var actionLocKey: String?
+
+    /// An alert; every key is optional.
+    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, launchImage: String? = nil,
+                titleLocKey: String? = nil, titleLocArgs: [String]? = nil, subtitleLocKey: String? = nil,
+                subtitleLocArgs: [String]? = nil, locKey: String? = nil, locArgs: [String]? = nil,
+                actionLocKey: String? = nil) {
+        self.title = title
+        self.subtitle = subtitle
+        self.body = body
+        self.launchImage = launchImage
+        self.titleLocKey = titleLocKey
+        self.titleLocArgs = titleLocArgs
+        self.subtitleLocKey = subtitleLocKey
+        self.subtitleLocArgs = subtitleLocArgs
+        self.locKey = locKey
+        self.locArgs = locArgs
+        self.actionLocKey = actionLocKey
+    }
+}
+
+/// `alert`: a plain body string or a dictionary.
+public enum AlertContent: Sendable, Equatable {
+    case text(String)
+    case dictionary(Alert)
+}
+
+/// `sound`: a file name (or "default"), or the critical-alert dictionary (§2.3).
+public enum Sound: Sendable, Equatable {
+    case named(String)
+    case critical(name: String, volume: Double?, critical: Bool)
+}
+
+/// `interruption-level` values.
+public enum InterruptionLevel: String, Sendable {
+    case passive, active, timeSensitive = "time-sensitive", critical
+}
+
+/// The `aps` dictionary (push-protocols.md §2.1).
+public struct APS: Sendable, Equatable {
+    public var alert: AlertContent?
+    public var badge: Int?
+    public var sound: Sound?
+    public var threadID: String?
+    public var category: String?
+    public var contentAvailable: Bool
+    public var mutableContent: Bool
+    public var targetContentID: String?
+    public var interruptionLevel: InterruptionLevel?
+    public var relevanceScore: Double?
+
+    /// An `aps` dictionary; absent keys are not written.
+    public init(alert: AlertContent? = nil, badge: Int? = nil, sound: Sound? = nil, threadID: String? = nil,
+                category: String? = nil, contentAvailable: Bool = false, mutableContent: Bool = false,
+                targetContentID: String? = nil, interruptionLevel: InterruptionLevel? = nil,
+                relevanceScore: Double? = nil) {
+        self.alert = alert
+        self.badge = badge
+        self.sound = sound
+        self.threadID = threadID
+        self.category = category
+        self.contentAvailable = contentAvailable
+        self.mutableContent = mutableContent
+        self.targetContentID = targetContentID
+        self.interruptionLevel = interruptionLevel
+        self.relevanceScore = relevanceScore
+    }
+}
+
+/// A custom value beside `aps`.
+public enum CustomValue: Sendable, Equatable {
+    case string(String)
+    case int(Int64)
+    case double(Double)
+    case bool(Bool)
+    /// A bare placeholder value, e.g. `.placeholder("seq")` → `{{seq}}`.
+    case placeholder(String)
+}
+
+/// A whole notification: `aps`, custom keys and headers.
+///
+///     var n = PushNotification.example
+///     n.aps.badge = 3
+///     let template = try PayloadTemplate(text: n.templateJSON())
+public struct PushNotification: Sendable, Equatable {
+    public var aps: APS
+    /// Custom top-level keys, in order. String values may hold placeholders (`"{{message_id}}"`).
+    public var custom: [(key: String, value: CustomValue)]
+    public var headers: APNsHeaders
+
+    /// A notification.
+    public init(aps: APS, custom: [(key: String, value: CustomValue)] = [], headers: APNsHeaders = .init()) {
+        self.aps = aps
+        self.custom = custom
+        self.headers = headers
+    }
+
+    public static func == (a: PushNotification, b: PushNotification) -> Bool {
+        a.aps == b.aps && a.headers == b.headers && a.custom.elementsEqual(b.custom) { $0.key == $1.key && $0.value == $1.value }
+    }
+
+    /// The default notification: Apple's and Firebase's example
+    /// `{"aps":{"alert":{"title":"Portugal vs. Denmark","body":"great match!"},"badge":1},"customKey":"customValue"}`
+    /// plus a per-request `"message_id":"{{message_id}}"`.
+    public static let example = PushNotification(
+        aps: APS(alert: .dictionary(Alert(title: "Portugal vs. Denmark", body: "great match!")), badge: 1),
+        custom: [(key: "customKey", value: .string("customValue")), (key: "message_id", value: .string("{{message_id}}"))])
+
+    /// The payload as template JSON (placeholders in custom values kept as written).
+    public func templateJSON() -> String {
+        var w = ModelWriter()
+        w.open()
+        w.key("aps")
+        w.open()
+        if let alert = aps.alert {
+            w.key("alert")
+            switch alert {
+            case .text(let s): w.string(s)
+            case .dictionary(let a):
+                w.open()
+                w.optional("title", a.title)
+                w.optional("subtitle", a.subtitle)
+                w.optional("body", a.body)
+                w.optional("launch-image", a.launchImage)
+                w.optional("title-loc-key", a.titleLocKey)
+                w.optionalArray("title-loc-args", a.titleLocArgs)
+                w.optional("subtitle-loc-key", a.subtitleLocKey)
+                w.optionalArray("subtitle-loc-args", a.subtitleLocArgs)
+                w.optional("loc-key", a.locKey)
+                w.optionalArray("loc-args", a.locArgs)
+                w.optional("action-loc-key", a.actionLocKey)
+                w.close()
+            }
+        }
+        if let b = aps.badge { w.key("badge"); w.raw(String(b)) }
+        if let s = aps.sound {
+            w.key("sound")
+            switch s {
+            case .named(let name): w.string(name)
+            case .critical(let name, let volume, let critical):
+                w.open()
+                w.key("critical"); w.raw(critical ? "1" : "0")
+                w.optional("name", name)
+                if let v = volume { w.key("volume"); w.raw(String(v)) }
+                w.close()
+            }
+        }
+        w.optional("thread-id", aps.threadID)
+        w.optional("category", aps.category)
+        if aps.contentAvailable { w.key("content-available"); w.raw("1") }
+        if aps.mutableContent { w.key("mutable-content"); w.raw("1") }
+        w.optional("target-content-id", aps.targetContentID)
+        w.optional("interruption-level", aps.interruptionLevel?.rawValue)
+        if let r = aps.relevanceScore { w.key("relevance-score"); w.raw(String(r)) }
+        w.close()
+        for (k, v) in custom {
+            w.key(k)
+            switch v {
+            case .string(let s): w.string(s)
+            case .int(let i): w.raw(String(i))
+            case .double(let d): w.raw(String(d))
+            case .bool(let b): w.raw(b ? "true" : "false")
+            case .placeholder(let name): w.raw("{{\(name)}}")
+            }
+        }
+        w.close()
+        return String(decoding: w.out, as: UTF8.self)
+    }
+}
+
+/// A tiny JSON writer for the model (not the hot path).
+struct ModelWriter {
+    var out: [UInt8] = []
+    var needComma = false
+
+    mutating func open() { comma(); out.append(UInt8(ascii: "{")); needComma = false }
+    mutating func close() { out.append(UInt8(ascii: "}")); needComma = true }
+    mutating func comma() { if needComma { out.append(UInt8(ascii: ",")) } }
+    mutating func key(_ k: String) {
+        comma()
+        quoted(k)
+        out.append(UInt8(ascii: ":"))
+        needComma = false
+    }
+    mutating func quoted(_ s: String) {
+        out.append(0x22)
+        var u = Array(s.utf8)
+        u.withUnsafeMutableBytes { JSONWriting.appendEscaped(UnsafeRawBufferPointer($0), to: &out) }
+        out.append(0x22)
+    }
+    mutating func string(_ s: String) { comma(); quoted(s); needComma = true }
+    mutating func raw(_ s: String) { comma(); out.append(contentsOf: Array(s.utf8)); needComma = true }
+    mutating func optional(_ k: String, _ v: String?) { if let v { key(k); string(v) } }
+    mutating func optionalArray(_ k: String, _ v: [String]?) {
+        guard let v else { return }
+        key(k)
+        out.append(UInt8(ascii: "["))
+        needComma = false
+        for s in v { string(s) }
+        out.append(UInt8(ascii: "]"))
+        needComma = true
+    }
+}

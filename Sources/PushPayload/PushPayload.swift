@@ -1,1 +1,0 @@
-// PushPayload module: see design.md "Layout".
