@@ -1,0 +1,64 @@
+/// The gateway could not start (the address is taken, a thread could not be created, …).
+public struct GatewayStartError: Error, CustomStringConvertible {
+    /// What failed, e.g. `listen 127.0.0.1:8080: address already in use`.
+    public var message: String
+    /// Creates an error.
+    public init(_ message: String) { self.message = message }
+    /// The message.
+    public var description: String { message }
+}
+
+/// The mock gateway running inside another program (the load generator starts one when the user gives no
+/// `--target`): its own event-loop thread(s), listening on loopback.
+///
+/// ```swift
+/// let config = try GatewayConfiguration.parse(gatewayArgs)     // the same flags as `pushbench gateway`
+/// let gateway = try EmbeddedGateway.start(config)              // 127.0.0.1, a free port
+/// let target = "http://127.0.0.1:\(gateway.port)"
+/// …
+/// let seen = gateway.stats()                                  // the numbers of GET /stats
+/// gateway.stop()                                              // graceful; joins the threads
+/// ```
+public final class EmbeddedGateway: Sendable {
+    /// The port the gateway listens on.
+    public let port: Int
+    /// The address it listens on.
+    public let host: String
+    private let server: GatewayServer
+
+    private init(server: GatewayServer) {
+        self.server = server
+        port = server.port
+        host = server.host
+    }
+
+    /// Starts the gateway with `configuration`'s behaviours and thread count, listening on `host:port`
+    /// (default 127.0.0.1 and a free port; the configuration's `--listen` is not used), and returns once
+    /// it accepts connections.
+    public static func start(_ configuration: GatewayConfiguration, host: String = "127.0.0.1",
+                             port: Int = 0) throws -> EmbeddedGateway {
+        var config = configuration
+        config.host = host
+        config.port = port
+        return EmbeddedGateway(server: try GatewayServer.start(config))
+    }
+
+    /// The numbers `GET /stats` answers, summed over every event loop.
+    public func stats() -> GatewayStats { server.stats() }
+
+    /// ``stats()`` as the JSON `GET /stats` answers.
+    public func statsJSON() -> String { server.stats().json }
+
+    /// Stops gracefully: no new streams, the streams in flight are answered, GOAWAY is sent, connections
+    /// close, and the event-loop threads are joined. Returns the final numbers. Safe to call twice.
+    @discardableResult
+    public func stop() -> GatewayStats { server.stop() }
+
+    /// Runs the gateway in the foreground (`pushbench gateway`) on `configuration.host:port` until SIGINT or
+    /// SIGTERM, then shuts down gracefully and returns the final numbers. `onListening` receives the
+    /// address actually bound (`127.0.0.1:8080`) once connections are accepted.
+    public static func runUntilSignalled(_ configuration: GatewayConfiguration,
+                                         onListening: (String) -> Void) throws -> GatewayStats {
+        try GatewayServer.runUntilSignalled(configuration, onListening: onListening)
+    }
+}

@@ -1,0 +1,524 @@
+import Foundation
+
+/// A bad gateway option or scenario file: one line naming the option (or the file and field) and why.
+public struct GatewayConfigurationError: Error, Equatable, CustomStringConvertible {
+    /// The message, e.g. `--latency: 'fast' is not a duration` or
+    /// `scenario s.json: field 'latency.uniform_ms': needs two numbers [min, max]`.
+    public var message: String
+    /// Creates an error.
+    public init(_ message: String) { self.message = message }
+    /// The message.
+    public var description: String { message }
+}
+
+/// Everything the mock gateway does, from `pushbench gateway` flags and/or a JSON scenario file.
+///
+/// All behaviours are off by default: a valid request is answered 200 at once.
+///
+/// ```swift
+/// let config = try GatewayConfiguration.parse(["--latency", "1ms-5ms", "--unregistered", "0.05"])
+/// let gateway = try EmbeddedGateway.start(config)
+/// ```
+public struct GatewayConfiguration: Equatable, Sendable {
+    /// Address to listen on (`--listen HOST:PORT`).
+    public var host = "127.0.0.1"
+    /// Port to listen on; 0 picks a free one.
+    public var port = 8080
+    /// Event loops sharing the port (`--threads`).
+    public var threads = 1
+    /// Seed of every random behaviour (`--seed`); each loop uses its own stream derived from it.
+    public var seed: UInt64 = 1
+    /// Response latency (`--latency`).
+    public var latency = LatencyDistribution.none
+    /// Injected failures (`--fail REASON=FRACTION`, repeatable).
+    public var failures: [FailureRate] = []
+    /// Fraction of device tokens answered 410 Unregistered (`--unregistered`), chosen by token hash.
+    public var unregisteredFraction = 0.0
+    /// Per-token rate limit answered 429 TooManyRequests (`--token-rate N[/BURST]`).
+    public var tokenRateLimit: TokenRateLimit?
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (`--max-streams`).
+    public var maxConcurrentStreams: UInt32 = 1000
+    /// Drop SETTINGS_MAX_CONCURRENT_STREAMS to 1 after a rejected request and restore it after the next
+    /// accepted one, as APNs was seen to do (`--streams-drop-on-error`).
+    public var dropStreamsOnError = false
+    /// Send GOAWAY after this many streams on a connection (`--goaway-after-streams`).
+    public var goawayAfterStreams: Int?
+    /// Send GOAWAY this many seconds after a connection opened (`--goaway-after`).
+    public var goawayAfterSeconds: Double?
+    /// The `reason` in the GOAWAY debug data (`--goaway-reason`).
+    public var goawayReason = APNsReason.shutdown
+    /// Fraction of requests that make the gateway drop the connection abruptly (`--drop-rate`).
+    public var dropRate = 0.0
+    /// Drop the connection abruptly at this many streams (`--drop-after-streams`).
+    public var dropAfterStreams: Int?
+    /// Accepted device token lengths in hex characters (`--token-length 64` or `64-200`); always even.
+    public var tokenLength = 64...200
+    /// Whether a missing `apns-topic` is answered 400 MissingTopic (`--topic-optional` turns it off,
+    /// as a single-topic certificate would).
+    public var requireTopic = true
+    /// The scenario file read, if any.
+    public var scenarioFile: String?
+
+    /// The defaults: 127.0.0.1:8080, one loop, no behaviour.
+    public init() {}
+
+    /// One option: its name, whether it takes a value, whether it may repeat.
+    public struct Option: Sendable {
+        /// `--name`.
+        public var name: String
+        /// Takes a value.
+        public var takesValue: Bool
+        /// May be given more than once.
+        public var repeats: Bool
+    }
+
+    /// Every option `parse` accepts (also used by `pushbench gateway` for its option list).
+    public static let options: [Option] = [
+        Option(name: "--listen", takesValue: true, repeats: false),
+        Option(name: "--threads", takesValue: true, repeats: false),
+        Option(name: "--seed", takesValue: true, repeats: false),
+        Option(name: "--scenario", takesValue: true, repeats: false),
+        Option(name: "--latency", takesValue: true, repeats: false),
+        Option(name: "--fail", takesValue: true, repeats: true),
+        Option(name: "--unregistered", takesValue: true, repeats: false),
+        Option(name: "--token-rate", takesValue: true, repeats: false),
+        Option(name: "--max-streams", takesValue: true, repeats: false),
+        Option(name: "--streams-drop-on-error", takesValue: false, repeats: false),
+        Option(name: "--goaway-after-streams", takesValue: true, repeats: false),
+        Option(name: "--goaway-after", takesValue: true, repeats: false),
+        Option(name: "--goaway-reason", takesValue: true, repeats: false),
+        Option(name: "--drop-rate", takesValue: true, repeats: false),
+        Option(name: "--drop-after-streams", takesValue: true, repeats: false),
+        Option(name: "--token-length", takesValue: true, repeats: false),
+        Option(name: "--topic-optional", takesValue: false, repeats: false),
+    ]
+
+    /// Help lines for the options, for `pushbench gateway --help`.
+    public static let optionsHelp = """
+      --listen HOST:PORT        address to listen on (default 127.0.0.1:8080; port 0 picks one)
+      --threads N               event loops sharing the port (default 1)
+      --seed N                  seed of the random behaviours (default 1)
+      --scenario FILE           JSON scenario file (keys in docs/gateway.md); flags override it
+      --latency SPEC            response delay: 2ms | 1ms-5ms (uniform) | p50=1ms,p99=10ms,p100=20ms
+      --fail REASON=FRACTION    answer a fraction of valid requests with an APNs reason (repeatable),
+                                e.g. --fail InternalServerError=0.01 --fail TooManyRequests=1%
+      --unregistered FRACTION   fraction of tokens (the same ones every run) answered 410 Unregistered
+      --token-rate N[/BURST]    per-token limit in requests/s (burst default N) answered 429 TooManyRequests
+      --max-streams N           SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
+      --streams-drop-on-error   drop MAX_CONCURRENT_STREAMS to 1 after a rejection, restore after a 200
+      --goaway-after-streams N  GOAWAY after N streams on a connection
+      --goaway-after DURATION   GOAWAY a while after a connection opened (e.g. 30s)
+      --goaway-reason REASON    reason in the GOAWAY debug data (default Shutdown)
+      --drop-rate FRACTION      fraction of requests that drop the connection abruptly (no GOAWAY)
+      --drop-after-streams N    drop the connection abruptly at its N-th stream
+      --token-length N|MIN-MAX  accepted token length in hex characters (default 64-200, even only)
+      --topic-optional          accept a request without apns-topic (as with a single-topic certificate)
+    """
+
+    /// Parses `pushbench gateway` options (`--name value` or `--name=value`). A `--scenario` file is read
+    /// first and the flags override it. Throws a one-line error naming the option, or the file and field.
+    public static func parse(_ arguments: [String]) throws(GatewayConfigurationError) -> GatewayConfiguration {
+        var given: [(String, String?)] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            var name = argument
+            var inline: String?
+            if let eq = argument.firstIndex(of: "=") {
+                name = String(argument[..<eq])
+                inline = String(argument[argument.index(after: eq)...])
+            }
+            guard name.hasPrefix("--"), let option = options.first(where: { $0.name == name }) else {
+                if name.hasPrefix("-") { throw GatewayConfigurationError("unknown option '\(name)'") }
+                throw GatewayConfigurationError("unexpected argument '\(argument)'")
+            }
+            if option.takesValue {
+                let value: String
+                if let inline { value = inline } else {
+                    guard index < arguments.count else { throw GatewayConfigurationError("\(name): needs a value") }
+                    value = arguments[index]
+                    index += 1
+                }
+                if !option.repeats, given.contains(where: { $0.0 == name }) {
+                    throw GatewayConfigurationError("\(name): given more than once")
+                }
+                given.append((name, value))
+            } else {
+                if inline != nil { throw GatewayConfigurationError("\(name): takes no value") }
+                given.append((name, nil))
+            }
+        }
+
+        var config = GatewayConfiguration()
+        if let (_, path) = given.first(where: { $0.0 == "--scenario" }), let path {
+            try config.applyScenario(file: path)
+        }
+        for (name, value) in given {
+            try config.apply(option: name, value: value ?? "")
+        }
+        try config.validate()
+        return config
+    }
+
+    /// Reads a scenario file (JSON object; keys in docs/gateway.md) into this configuration.
+    public mutating func applyScenario(file path: String) throws(GatewayConfigurationError) {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw GatewayConfigurationError("scenario \(path): cannot read the file")
+        }
+        let root: Any
+        do { root = try JSONSerialization.jsonObject(with: data) } catch {
+            throw GatewayConfigurationError("scenario \(path): not valid JSON")
+        }
+        guard let object = root as? [String: Any] else {
+            throw GatewayConfigurationError("scenario \(path): the top level must be a JSON object")
+        }
+        var reader = ScenarioReader(path: path)
+        try reader.apply(object, to: &self)
+        scenarioFile = path
+        do throws(GatewayConfigurationError) { try validate() } catch {
+            throw GatewayConfigurationError("scenario \(path): \(error.message)")
+        }
+    }
+
+    fileprivate mutating func apply(option name: String, value: String) throws(GatewayConfigurationError) {
+        func fail(_ why: String) -> GatewayConfigurationError { GatewayConfigurationError("\(name): '\(value)' \(why)") }
+        switch name {
+        case "--listen":
+            guard let colon = value.lastIndex(of: ":"), let p = Int(value[value.index(after: colon)...]),
+                  (0...65535).contains(p) else { throw fail("is not HOST:PORT (e.g. 127.0.0.1:8080)") }
+            var h = String(value[..<colon])
+            if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
+            guard !h.isEmpty else { throw fail("has no host (e.g. 127.0.0.1:8080)") }
+            host = h
+            port = p
+        case "--threads": threads = try Self.integer(value, name, 1...64)
+        case "--seed":
+            guard let s = UInt64(value) else { throw fail("is not a whole number") }
+            seed = s
+        case "--scenario": break
+        case "--latency":
+            do throws(GatewayConfigurationError) { latency = try Self.latency(spec: value) } catch { throw GatewayConfigurationError("\(name): \(error.message)") }
+        case "--fail":
+            guard let eq = value.firstIndex(of: "=") else { throw fail("is not REASON=FRACTION") }
+            let reasonName = String(value[..<eq])
+            guard let reason = APNsReason(name: reasonName) else {
+                throw GatewayConfigurationError("\(name): '\(reasonName)' is not an APNs reason (e.g. InternalServerError)")
+            }
+            let fraction = try Self.fraction(String(value[value.index(after: eq)...]), name)
+            failures.removeAll { $0.reason == reason }
+            failures.append(FailureRate(reason: reason, fraction: fraction))
+        case "--unregistered": unregisteredFraction = try Self.fraction(value, name)
+        case "--token-rate":
+            let parts = value.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count <= 2, let rate = Double(parts[0]), rate > 0, rate.isFinite else {
+                throw fail("is not a positive rate N or N/BURST")
+            }
+            var burst = max(1, rate)
+            if parts.count == 2 {
+                guard let b = Double(parts[1]), b >= 1, b.isFinite else { throw fail("has a burst that is not a number ≥ 1") }
+                burst = b
+            }
+            tokenRateLimit = TokenRateLimit(perSecond: rate, burst: burst)
+        case "--max-streams": maxConcurrentStreams = UInt32(try Self.integer(value, name, 1...Int(Int32.max)))
+        case "--streams-drop-on-error": dropStreamsOnError = true
+        case "--goaway-after-streams": goawayAfterStreams = try Self.integer(value, name, 1...Int.max)
+        case "--goaway-after":
+            let s = try Self.duration(value, name)
+            guard s > 0 else { throw fail("must be more than 0") }
+            goawayAfterSeconds = s
+        case "--goaway-reason":
+            guard let r = APNsReason(name: value) else { throw fail("is not an APNs reason (e.g. Shutdown)") }
+            goawayReason = r
+        case "--drop-rate": dropRate = try Self.fraction(value, name)
+        case "--drop-after-streams": dropAfterStreams = try Self.integer(value, name, 1...Int.max)
+        case "--token-length":
+            do throws(GatewayConfigurationError) { tokenLength = try Self.tokenLength(value) } catch { throw GatewayConfigurationError("\(name): \(error.message)") }
+        case "--topic-optional": requireTopic = false
+        default: throw GatewayConfigurationError("unknown option '\(name)'")
+        }
+    }
+
+    /// Checks combinations that no single option can (failure fractions summing over 1).
+    func validate() throws(GatewayConfigurationError) {
+        let total = failures.reduce(0) { $0 + $1.fraction }
+        if total > 1.0000001 {
+            throw GatewayConfigurationError("failure fractions add up to \(total), more than 1")
+        }
+    }
+
+    /// Whether `token` (hex) is one of the tokens this configuration answers 410 Unregistered.
+    public func isUnregistered(token: String) -> Bool {
+        var t = token
+        return t.withUTF8 { isUnregistered(hash: tokenHash(UnsafeRawBufferPointer($0))) }
+    }
+
+    @inline(__always)
+    func isUnregistered(hash: UInt64) -> Bool {
+        unregisteredFraction > 0 && Double(hash >> 11) * 0x1.0p-53 < unregisteredFraction
+    }
+
+    // MARK: value parsers (shared by flags and the scenario file)
+
+    static func integer(_ text: String, _ name: String, _ range: ClosedRange<Int>) throws(GatewayConfigurationError) -> Int {
+        guard let n = Int(text) else { throw GatewayConfigurationError("\(name): '\(text)' is not a whole number") }
+        guard range.contains(n) else {
+            let bound = range.upperBound == Int.max ? "at least \(range.lowerBound)" : "\(range.lowerBound)...\(range.upperBound)"
+            throw GatewayConfigurationError("\(name): \(n) is out of range (\(bound))")
+        }
+        return n
+    }
+
+    static func fraction(_ text: String, _ name: String) throws(GatewayConfigurationError) -> Double {
+        var t = Substring(text)
+        var scale = 1.0
+        if t.hasSuffix("%") { t = t.dropLast(); scale = 0.01 }
+        guard let v = Double(t), v.isFinite, v * scale >= 0, v * scale <= 1 else {
+            throw GatewayConfigurationError("\(name): '\(text)' is not a fraction between 0 and 1 (or 0%...100%)")
+        }
+        return v * scale
+    }
+
+    static func duration(_ text: String, _ name: String) throws(GatewayConfigurationError) -> Double {
+        guard let nanos = durationNanos(text) else {
+            throw GatewayConfigurationError("\(name): '\(text)' is not a duration (e.g. 500us, 2ms, 1.5s)")
+        }
+        return Double(nanos) / 1e9
+    }
+
+    /// `2ms`, `500us`, `1.5s`, `100ns`, `1m`, or a bare number of seconds.
+    static func durationNanos(_ text: String) -> UInt64? {
+        let units: [(String, Double)] = [("ns", 1), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9)]
+        var number = Substring(text)
+        var scale = 1e9
+        for (suffix, factor) in units where text.hasSuffix(suffix) {
+            number = text.dropLast(suffix.count)
+            scale = factor
+            break
+        }
+        guard let v = Double(number), v.isFinite, v >= 0, v * scale < 3.6e12 else { return nil }
+        return UInt64((v * scale).rounded())
+    }
+
+    /// `2ms` (fixed), `1ms-5ms` (uniform), `p50=1ms,p99=10ms,p100=20ms` (percentiles), `0` or `none`.
+    public static func latency(spec: String) throws(GatewayConfigurationError) -> LatencyDistribution {
+        if spec == "none" || spec == "0" { return .none }
+        if spec.hasPrefix("p") {
+            var points: [LatencyPoint] = []
+            for part in spec.split(separator: ",") {
+                let kv = part.split(separator: "=")
+                guard kv.count == 2, kv[0].hasPrefix("p"), let pct = Double(kv[0].dropFirst()), pct >= 0, pct <= 100 else {
+                    throw GatewayConfigurationError("'\(part)' is not pNN=DURATION (e.g. p99=10ms)")
+                }
+                guard let n = durationNanos(String(kv[1])) else {
+                    throw GatewayConfigurationError("'\(kv[1])' is not a duration (e.g. 10ms)")
+                }
+                points.append(LatencyPoint(percentile: pct, nanos: n))
+            }
+            return try percentiles(points)
+        }
+        if let dash = spec.firstIndex(of: "-") {
+            let a = String(spec[..<dash]), b = String(spec[spec.index(after: dash)...])
+            guard let lo = durationNanos(a), let hi = durationNanos(b) else {
+                throw GatewayConfigurationError("'\(spec)' is not MIN-MAX (e.g. 1ms-5ms)")
+            }
+            guard lo <= hi else { throw GatewayConfigurationError("'\(spec)': the minimum is above the maximum") }
+            return .uniform(minNanos: lo, maxNanos: hi)
+        }
+        guard let n = durationNanos(spec) else {
+            throw GatewayConfigurationError("'\(spec)' is not a latency (e.g. 2ms, 1ms-5ms, p50=1ms,p99=10ms)")
+        }
+        return n == 0 ? .none : .fixed(nanos: n)
+    }
+
+    static func percentiles(_ points: [LatencyPoint]) throws(GatewayConfigurationError) -> LatencyDistribution {
+        guard !points.isEmpty else { throw GatewayConfigurationError("no percentile points") }
+        let sorted = points.sorted { $0.percentile < $1.percentile }
+        for i in sorted.indices.dropFirst() {
+            if sorted[i].percentile == sorted[i - 1].percentile {
+                throw GatewayConfigurationError("percentile \(sorted[i].percentile) given twice")
+            }
+            if sorted[i].nanos < sorted[i - 1].nanos {
+                throw GatewayConfigurationError("latency at p\(sorted[i].percentile) is below the latency at p\(sorted[i - 1].percentile)")
+            }
+        }
+        return .percentiles(sorted)
+    }
+
+    static func tokenLength(_ text: String) throws(GatewayConfigurationError) -> ClosedRange<Int> {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let lo = Int(parts[0]), let hi = Int(parts[parts.count - 1]) else {
+            throw GatewayConfigurationError("'\(text)' is not N or MIN-MAX (e.g. 64 or 64-200)")
+        }
+        guard lo >= 2, lo <= hi, hi <= 1024 else {
+            throw GatewayConfigurationError("'\(text)' must be within 2...1024 with MIN ≤ MAX")
+        }
+        guard lo % 2 == 0 || hi > lo else { throw GatewayConfigurationError("'\(text)': a hex token has an even length") }
+        return lo...hi
+    }
+}
+
+/// Reads the scenario file's JSON object, naming the field of every mistake.
+private struct ScenarioReader {
+    let path: String
+
+    func error(_ field: String, _ why: String) -> GatewayConfigurationError {
+        GatewayConfigurationError("scenario \(path): field '\(field)': \(why)")
+    }
+
+    func number(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> Double {
+                guard let n = value as? NSNumber, !isBoolean(n), n.doubleValue.isFinite else {
+            throw error(field, "must be a number")
+        }
+        return n.doubleValue
+    }
+
+    func integer(_ value: Any, _ field: String, _ range: ClosedRange<Int>) throws(GatewayConfigurationError) -> Int {
+        let d = try number(value, field)
+        guard d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
+            let bound = range.upperBound == Int.max ? "at least \(range.lowerBound)" : "\(range.lowerBound)...\(range.upperBound)"
+            throw error(field, "must be a whole number, \(bound)")
+        }
+        return Int(d)
+    }
+
+    func fraction(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> Double {
+        let d = try number(value, field)
+        guard d >= 0, d <= 1 else { throw error(field, "must be a fraction between 0 and 1") }
+        return d
+    }
+
+    func bool(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> Bool {
+        guard let n = value as? NSNumber, isBoolean(n) else { throw error(field, "must be true or false") }
+        return n.boolValue
+    }
+
+    func object(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> [String: Any] {
+        guard let o = value as? [String: Any] else { throw error(field, "must be a JSON object") }
+        return o
+    }
+
+    func milliseconds(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> UInt64 {
+        let ms = try number(value, field)
+        guard ms >= 0, ms < 3_600_000 else { throw error(field, "must be milliseconds between 0 and 3600000") }
+        return UInt64((ms * 1e6).rounded())
+    }
+
+    func checkKeys(_ o: [String: Any], _ allowed: [String], _ prefix: String) throws(GatewayConfigurationError) {
+        for key in o.keys.sorted() where !allowed.contains(key) {
+            throw error(prefix + key, "unknown field (expected one of \(allowed.joined(separator: ", ")))")
+        }
+    }
+
+    mutating func apply(_ o: [String: Any], to c: inout GatewayConfiguration) throws(GatewayConfigurationError) {
+        try checkKeys(o, ["listen", "threads", "seed", "latency", "failures", "unregistered_fraction", "token_rate_limit",
+                          "max_concurrent_streams", "streams_drop_on_error", "goaway", "drops", "token_length",
+                          "require_topic"], "")
+        if let v = o["listen"] {
+            guard let s = v as? String else { throw error("listen", "must be a string HOST:PORT") }
+            do throws(GatewayConfigurationError) { try c.apply(option: "--listen", value: s) } catch { throw self.error("listen", innerMessage(error)) }
+        }
+        if let v = o["threads"] { c.threads = try integer(v, "threads", 1...64) }
+        if let v = o["seed"] { c.seed = UInt64(try integer(v, "seed", 0...Int.max)) }
+        if let v = o["latency"] { c.latency = try latency(v) }
+        if let v = o["failures"] {
+            c.failures = []
+            for (name, rate) in try object(v, "failures").sorted(by: { $0.key < $1.key }) {
+                guard let reason = APNsReason(name: name) else {
+                    throw error("failures.\(name)", "not an APNs reason (e.g. InternalServerError)")
+                }
+                c.failures.append(FailureRate(reason: reason, fraction: try fraction(rate, "failures.\(name)")))
+            }
+        }
+        if let v = o["unregistered_fraction"] { c.unregisteredFraction = try fraction(v, "unregistered_fraction") }
+        if let v = o["token_rate_limit"] {
+            let t = try object(v, "token_rate_limit")
+            try checkKeys(t, ["per_second", "burst"], "token_rate_limit.")
+            guard let r = t["per_second"] else { throw error("token_rate_limit.per_second", "is required") }
+            let rate = try number(r, "token_rate_limit.per_second")
+            guard rate > 0 else { throw error("token_rate_limit.per_second", "must be more than 0") }
+            var burst = max(1, rate)
+            if let b = t["burst"] {
+                burst = try number(b, "token_rate_limit.burst")
+                guard burst >= 1 else { throw error("token_rate_limit.burst", "must be at least 1") }
+            }
+            c.tokenRateLimit = TokenRateLimit(perSecond: rate, burst: burst)
+        }
+        if let v = o["max_concurrent_streams"] {
+            c.maxConcurrentStreams = UInt32(try integer(v, "max_concurrent_streams", 1...Int(Int32.max)))
+        }
+        if let v = o["streams_drop_on_error"] { c.dropStreamsOnError = try bool(v, "streams_drop_on_error") }
+        if let v = o["goaway"] {
+            let g = try object(v, "goaway")
+            try checkKeys(g, ["after_streams", "after_seconds", "reason"], "goaway.")
+            if let s = g["after_streams"] { c.goawayAfterStreams = try integer(s, "goaway.after_streams", 1...Int.max) }
+            if let s = g["after_seconds"] {
+                let d = try number(s, "goaway.after_seconds")
+                guard d > 0 else { throw error("goaway.after_seconds", "must be more than 0") }
+                c.goawayAfterSeconds = d
+            }
+            if let s = g["reason"] {
+                guard let name = s as? String, let r = APNsReason(name: name) else {
+                    throw error("goaway.reason", "must be an APNs reason string (e.g. \"Shutdown\")")
+                }
+                c.goawayReason = r
+            }
+        }
+        if let v = o["drops"] {
+            let d = try object(v, "drops")
+            try checkKeys(d, ["rate", "after_streams"], "drops.")
+            if let s = d["rate"] { c.dropRate = try fraction(s, "drops.rate") }
+            if let s = d["after_streams"] { c.dropAfterStreams = try integer(s, "drops.after_streams", 1...Int.max) }
+        }
+        if let v = o["token_length"] {
+            if let s = v as? String {
+                do throws(GatewayConfigurationError) { c.tokenLength = try GatewayConfiguration.tokenLength(s) } catch { throw self.error("token_length", innerMessage(error)) }
+            } else {
+                let n = try integer(v, "token_length", 2...1024)
+                guard n % 2 == 0 else { throw error("token_length", "a hex token has an even length") }
+                c.tokenLength = n...n
+            }
+        }
+        if let v = o["require_topic"] { c.requireTopic = try bool(v, "require_topic") }
+    }
+
+    func latency(_ v: Any) throws(GatewayConfigurationError) -> LatencyDistribution {
+        if let s = v as? String {
+            do throws(GatewayConfigurationError) { return try GatewayConfiguration.latency(spec: s) } catch { throw self.error("latency", innerMessage(error)) }
+        }
+        let l = try object(v, "latency")
+        try checkKeys(l, ["fixed_ms", "uniform_ms", "percentiles_ms"], "latency.")
+        guard l.count == 1 else { throw error("latency", "give exactly one of fixed_ms, uniform_ms, percentiles_ms") }
+        if let f = l["fixed_ms"] {
+            let n = try milliseconds(f, "latency.fixed_ms")
+            return n == 0 ? .none : .fixed(nanos: n)
+        }
+        if let u = l["uniform_ms"] {
+            guard let pair = u as? [Any], pair.count == 2 else { throw error("latency.uniform_ms", "needs two numbers [min, max]") }
+            let lo = try milliseconds(pair[0], "latency.uniform_ms[0]"), hi = try milliseconds(pair[1], "latency.uniform_ms[1]")
+            guard lo <= hi else { throw error("latency.uniform_ms", "the minimum is above the maximum") }
+            return .uniform(minNanos: lo, maxNanos: hi)
+        }
+        let p = try object(l["percentiles_ms"]!, "latency.percentiles_ms")
+        var points: [LatencyPoint] = []
+        for (key, value) in p {
+            let field = "latency.percentiles_ms.\(key)"
+            let k = key.hasPrefix("p") ? String(key.dropFirst()) : key
+            guard let pct = Double(k), pct >= 0, pct <= 100 else { throw error(field, "the key must be a percentile 0...100 (e.g. \"99\" or \"p99\")") }
+            points.append(LatencyPoint(percentile: pct, nanos: try milliseconds(value, field)))
+        }
+        do throws(GatewayConfigurationError) { return try GatewayConfiguration.percentiles(points) } catch { throw self.error("latency.percentiles_ms", innerMessage(error)) }
+    }
+}
+
+/// The message of a nested error, without the option name it may start with.
+private func innerMessage(_ e: GatewayConfigurationError) -> String {
+    if let r = e.message.range(of: ": "), e.message.hasPrefix("--") { return String(e.message[r.upperBound...]) }
+    return e.message
+}
+
+/// JSONSerialization gives NSNumber for both numbers and booleans; a boolean's type code is `c`.
+private func isBoolean(_ n: NSNumber) -> Bool {
+    n.objCType.pointee == 0x63
+}

@@ -1,0 +1,145 @@
+/// One complete HTTP/2 request as the gateway's logic sees it: the headers it cares about and the body,
+/// all borrowed (valid only during the call that receives it), so building one allocates nothing.
+///
+/// ```swift
+/// var request = GatewayRequest()
+/// request.setHeader(name: nameBytes, value: valueBytes)   // once per header, as the transport delivers them
+/// request.body = bodyBytes
+/// let action = machine.handle(request, connection: &state, now: now)
+/// ```
+public struct GatewayRequest {
+    /// `:method`.
+    public var method: UnsafeRawBufferPointer?
+    /// `:path`.
+    public var path: UnsafeRawBufferPointer?
+    /// `apns-id`.
+    public var apnsID: UnsafeRawBufferPointer?
+    /// `apns-topic`.
+    public var topic: UnsafeRawBufferPointer?
+    /// `apns-push-type`.
+    public var pushType: UnsafeRawBufferPointer?
+    /// `apns-priority`.
+    public var priority: UnsafeRawBufferPointer?
+    /// `apns-expiration`.
+    public var expiration: UnsafeRawBufferPointer?
+    /// `apns-collapse-id`.
+    public var collapseID: UnsafeRawBufferPointer?
+    /// `authorization`.
+    public var authorization: UnsafeRawBufferPointer?
+    /// Whether a header the gateway reads was repeated (APNs answers `DuplicateHeaders`).
+    public var hasDuplicateHeader = false
+    /// The request body (empty when there was none).
+    public var body = UnsafeRawBufferPointer(start: nil, count: 0)
+
+    /// An empty request.
+    public init() {}
+
+    /// Records header `name: value` (names are lower case in HTTP/2). Headers the gateway does not read
+    /// (`host`, `:authority`, `content-type`, `content-length`, `user-agent`, …) are ignored.
+    @inline(__always)
+    public mutating func setHeader(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        switch name.count {
+        case 5: if equals(name, ":path") { Self.put(&path, value, &hasDuplicateHeader) }
+        case 7:
+            if equals(name, ":method") { Self.put(&method, value, &hasDuplicateHeader) }
+            else if equals(name, "apns-id") { Self.put(&apnsID, value, &hasDuplicateHeader) }
+        case 10: if equals(name, "apns-topic") { Self.put(&topic, value, &hasDuplicateHeader) }
+        case 13:
+            if equals(name, "apns-priority") { Self.put(&priority, value, &hasDuplicateHeader) }
+            else if equals(name, "authorization") { Self.put(&authorization, value, &hasDuplicateHeader) }
+        case 14: if equals(name, "apns-push-type") { Self.put(&pushType, value, &hasDuplicateHeader) }
+        case 15: if equals(name, "apns-expiration") { Self.put(&expiration, value, &hasDuplicateHeader) }
+        case 16: if equals(name, "apns-collapse-id") { Self.put(&collapseID, value, &hasDuplicateHeader) }
+        default: break
+        }
+    }
+
+    @inline(__always)
+    private static func put(_ field: inout UnsafeRawBufferPointer?, _ value: UnsafeRawBufferPointer, _ duplicate: inout Bool) {
+        if field != nil { duplicate = true }
+        field = value
+    }
+}
+
+/// Whether `bytes` equal the ASCII text of `literal`.
+@inline(__always)
+func equals(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+    guard bytes.count == literal.utf8CodeUnitCount else { return false }
+    let p = literal.utf8Start
+    for i in 0..<bytes.count where bytes[i] != p[i] { return false }
+    return true
+}
+
+/// Whether `bytes` start with the ASCII text of `literal`.
+@inline(__always)
+func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+    let n = literal.utf8CodeUnitCount
+    guard bytes.count >= n else { return false }
+    let p = literal.utf8Start
+    for i in 0..<n where bytes[i] != p[i] { return false }
+    return true
+}
+
+@inline(__always)
+func hexValue(_ c: UInt8) -> UInt8? {
+    switch c {
+    case 0x30...0x39: c &- 0x30
+    case 0x61...0x66: c &- 0x61 &+ 10
+    case 0x41...0x46: c &- 0x41 &+ 10
+    default: nil
+    }
+}
+
+/// An `apns-id`: a UUID in its 36-character text form, stored inline (no allocation).
+public struct APNsID: Equatable, Sendable, CustomStringConvertible {
+    private var storage: (UInt64, UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0, 0)
+
+    /// The text length of a UUID.
+    public static let length = 36
+
+    /// The id in `text` if it is a UUID (8-4-4-4-12 hex digits, either case), kept exactly as sent.
+    public init?(validating text: UnsafeRawBufferPointer) {
+        guard text.count == 36 else { return nil }
+        for i in 0..<36 {
+            let c = text[i]
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard c == 0x2D else { return nil }
+            } else if hexValue(c) == nil {
+                return nil
+            }
+        }
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: text[0..<36])) }
+    }
+
+    /// A random (version 4) UUID in lower case from two random words.
+    public init(random a: UInt64, _ b: UInt64) {
+        let hex: StaticString = "0123456789abcdef"
+        let digits = hex.utf8Start
+        // Version 4 and variant 10xx bits, as RFC 9562 asks.
+        let hi = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        let lo = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        withUnsafeMutableBytes(of: &storage) { out in
+            var o = 0
+            for nibble in 0..<32 {
+                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 { out[o] = 0x2D; o += 1 }
+                let word = nibble < 16 ? hi : lo
+                let shift = UInt64(60 - 4 * (nibble & 15))
+                out[o] = digits[Int((word >> shift) & 0xF)]
+                o += 1
+            }
+        }
+    }
+
+    /// Calls `body` with the 36 bytes of the id.
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withUnsafeBytes(of: storage) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<36])) }
+    }
+
+    /// The id as text.
+    public var description: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+
+    public static func == (l: APNsID, r: APNsID) -> Bool {
+        l.storage.0 == r.storage.0 && l.storage.1 == r.storage.1 && l.storage.2 == r.storage.2
+            && l.storage.3 == r.storage.3 && l.storage.4 == r.storage.4
+    }
+}

@@ -1,0 +1,267 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import PushPayload
+
+/// What the gateway answers to one request, decided by ``GatewayStateMachine``.
+public struct GatewayResponse: Equatable, Sendable {
+    /// HTTP status.
+    public var status: UInt16
+    /// The error reason (nil for 200). The body is `{"reason":"…"}`, plus `"timestamp"` for 410.
+    public var reason: APNsReason?
+    /// The `apns-id` response header: the request's own, or a generated one.
+    public var apnsID: APNsID
+    /// For 410: when the token was last confirmed invalid, in milliseconds since the epoch.
+    public var timestampMillis: Int64?
+    /// After this response, send GOAWAY with `{"reason":"…"}` debug data and take no new stream.
+    public var goaway: APNsReason?
+    /// After this response, send SETTINGS with this SETTINGS_MAX_CONCURRENT_STREAMS.
+    public var maxConcurrentStreams: UInt32?
+
+    /// A response.
+    public init(status: UInt16, reason: APNsReason? = nil, apnsID: APNsID, timestampMillis: Int64? = nil,
+                goaway: APNsReason? = nil, maxConcurrentStreams: UInt32? = nil) {
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.timestampMillis = timestampMillis
+        self.goaway = goaway
+        self.maxConcurrentStreams = maxConcurrentStreams
+    }
+}
+
+/// What the transport adapter does with one request.
+public enum GatewayAction: Equatable, Sendable {
+    /// Answer now.
+    case respond(GatewayResponse)
+    /// Answer after `delayNanos`.
+    case respondLater(delayNanos: UInt64, GatewayResponse)
+    /// Answer `GET /stats` with every loop's counters as JSON.
+    case stats
+    /// Close the TCP connection abruptly: no response, no GOAWAY.
+    case drop
+}
+
+/// Per-connection state the state machine keeps (owned by the connection, passed `inout`).
+public struct GatewayConnectionState: Sendable {
+    /// Push streams seen on this connection.
+    public var streams = 0
+    /// When the connection opened (monotonic ns).
+    public var openedAt: UInt64
+    /// The SETTINGS_MAX_CONCURRENT_STREAMS last advertised.
+    public var advertisedMaxStreams: UInt32
+    /// Whether a GOAWAY was decided already.
+    public var goawayDecided = false
+    /// Monotonic time (ns) at which a timed GOAWAY is due, if that behaviour is on.
+    public var goawayDeadline: UInt64?
+}
+
+/// The APNs provider API as a state machine: takes a parsed request, returns an action. No I/O, no
+/// allocation for a valid request in steady state; one per event loop (not thread-safe).
+///
+/// Validation follows Pushy's mock (push-protocols.md §1.6): duplicate headers → apns-id → method →
+/// topic → collapse id → expiration → priority → push type → path and token → unregistered token →
+/// empty payload → size → JSON object; then the behaviours (rate limit, injected failures, latency).
+///
+/// ```swift
+/// var machine = GatewayStateMachine(configuration: config, counters: counters)
+/// var conn = machine.connectionOpened(now: now)
+/// switch machine.handle(request, connection: &conn, now: now) { case .respond(let r): … }
+/// ```
+public struct GatewayStateMachine {
+    /// The configuration in force.
+    public let configuration: GatewayConfiguration
+    /// This loop's counters (read by /stats from any thread).
+    public let counters: GatewayCounters
+    private var random: SeededRandom
+    private var buckets: TokenBuckets?
+    private let wallClockAtStartMillis: Int64
+    private let failureTotal: Double
+    private let latencyOn: Bool
+
+    /// A state machine for event loop number `loopIndex` (each loop draws its own random stream from
+    /// the seed). `wallClockMillis` anchors the 410 timestamps.
+    public init(configuration: GatewayConfiguration, loopIndex: Int = 0, counters: GatewayCounters = GatewayCounters(),
+                wallClockMillis: Int64 = GatewayStateMachine.wallClockMillis()) {
+        self.configuration = configuration
+        self.counters = counters
+        random = SeededRandom(seed: mix(configuration.seed &+ UInt64(loopIndex) &* 0x9E37_79B9))
+        buckets = configuration.tokenRateLimit.map { TokenBuckets(limit: $0) }
+        wallClockAtStartMillis = wallClockMillis
+        failureTotal = configuration.failures.reduce(0) { $0 + $1.fraction }
+        latencyOn = configuration.latency != .none
+    }
+
+    /// Milliseconds since the epoch (CLOCK_REALTIME).
+    public static func wallClockMillis() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    /// A new connection: counts it and returns its state.
+    public func connectionOpened(now: UInt64) -> GatewayConnectionState {
+        counters.connectionOpened()
+        var state = GatewayConnectionState(openedAt: now, advertisedMaxStreams: configuration.maxConcurrentStreams)
+        if let s = configuration.goawayAfterSeconds { state.goawayDeadline = now &+ UInt64(s * 1e9) }
+        return state
+    }
+
+    /// A connection closed.
+    public func connectionClosed() { counters.connectionClosed() }
+
+    /// The timed GOAWAY: call when `connection.goawayDeadline` has passed; returns the GOAWAY reason to
+    /// send, or nil if one was already decided.
+    public func goawayDue(connection: inout GatewayConnectionState, now: UInt64) -> APNsReason? {
+        guard let deadline = connection.goawayDeadline, now >= deadline, !connection.goawayDecided else { return nil }
+        connection.goawayDecided = true
+        counters.goawaySent()
+        return configuration.goawayReason
+    }
+
+    /// Decides the answer to `request`.
+    public mutating func handle(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState,
+                                now: UInt64) -> GatewayAction {
+        if let method = request.method, let path = request.path, equals(method, "GET"), equals(path, "/stats") {
+            return .stats
+        }
+        counters.countRequest(bodyBytes: request.body.count)
+        connection.streams += 1
+
+        if let n = configuration.dropAfterStreams, connection.streams >= n { return drop() }
+        if configuration.dropRate > 0, random.unit() < configuration.dropRate { return drop() }
+
+        var id: APNsID
+        if let text = request.apnsID, let valid = APNsID(validating: text) {
+            id = valid
+        } else {
+            id = APNsID(random: random.next(), random.next())
+        }
+        var response = GatewayResponse(status: 200, apnsID: id)
+        if let reason = validate(request) {
+            response.status = reason.status
+            response.reason = reason
+            if reason == .unregistered {
+                let h = tokenHash(token(request.path!))
+                response.timestampMillis = wallClockAtStartMillis - Int64(h % (30 * 86_400_000))
+            }
+        } else if buckets != nil, !takeToken(hash: tokenHash(token(request.path!)), now: now) {
+            response.status = 429
+            response.reason = .tooManyRequests
+        } else if failureTotal > 0 {
+            var u = random.unit()
+            let failures = configuration.failures
+            for i in 0..<failures.count {
+                let f = failures[i]
+                if u < f.fraction {
+                    response.status = f.reason.status
+                    response.reason = f.reason
+                    if f.reason == .unregistered || f.reason == .expiredToken { response.timestampMillis = wallClockMillisNow() }
+                    break
+                }
+                u -= f.fraction
+            }
+        }
+        counters.countResponse(status: response.status, reasonCode: response.reason?.rawValue)
+
+        if configuration.dropStreamsOnError {
+            if response.status != 200, connection.advertisedMaxStreams != 1 {
+                connection.advertisedMaxStreams = 1
+                response.maxConcurrentStreams = 1
+            } else if response.status == 200, connection.advertisedMaxStreams != configuration.maxConcurrentStreams {
+                connection.advertisedMaxStreams = configuration.maxConcurrentStreams
+                response.maxConcurrentStreams = configuration.maxConcurrentStreams
+            }
+        }
+        if !connection.goawayDecided {
+            if let n = configuration.goawayAfterStreams, connection.streams >= n {
+                response.goaway = configuration.goawayReason
+            } else if let deadline = connection.goawayDeadline, now >= deadline {
+                response.goaway = configuration.goawayReason
+            }
+            if response.goaway != nil {
+                connection.goawayDecided = true
+                counters.goawaySent()
+            }
+        }
+        if latencyOn {
+            let delay = configuration.latency.sample(&random)
+            if delay > 0 { return .respondLater(delayNanos: delay, response) }
+        }
+        return .respond(response)
+    }
+
+    private mutating func takeToken(hash: UInt64, now: UInt64) -> Bool {
+        buckets!.take(hash: hash, now: now)
+    }
+
+    private func drop() -> GatewayAction {
+        counters.connectionDropped()
+        return .drop
+    }
+
+    private func wallClockMillisNow() -> Int64 { Self.wallClockMillis() }
+
+    /// The token part of an APNs path (after `/3/device/`).
+    @inline(__always)
+    private func token(_ path: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: path[10...])
+    }
+
+    /// The first reason `request` is invalid for, in Pushy's order, or nil when it is valid.
+    @inline(__always)
+    private func validate(_ request: borrowing GatewayRequest) -> APNsReason? {
+        if request.hasDuplicateHeader { return .duplicateHeaders }
+        if let id = request.apnsID, APNsID(validating: id) == nil { return .badMessageId }
+        guard let method = request.method, equals(method, "POST") else { return .methodNotAllowed }
+        if let topic = request.topic {
+            if topic.isEmpty { return .badTopic }
+            for c in topic where c <= 0x20 || c >= 0x7F { return .badTopic }
+        } else if configuration.requireTopic {
+            return .missingTopic
+        }
+        if let collapse = request.collapseID, collapse.count > 64 { return .badCollapseId }
+        if let expiration = request.expiration {
+            guard (1...19).contains(expiration.count) else { return .badExpirationDate }
+            for c in expiration where c < 0x30 || c > 0x39 { return .badExpirationDate }
+        }
+        if let priority = request.priority {
+            guard equals(priority, "10") || equals(priority, "5") || equals(priority, "1") else { return .badPriority }
+        }
+        var isVoIP = false
+        if let pushType = request.pushType {
+            guard let kind = Self.pushType(pushType) else { return .invalidPushType }
+            isVoIP = kind == .voip
+        }
+        guard let path = request.path, hasPrefix(path, "/3/device/") else { return .badPath }
+        let token = token(path)
+        if token.isEmpty { return .missingDeviceToken }
+        guard configuration.tokenLength.contains(token.count), token.count & 1 == 0 else { return .badDeviceToken }
+        for c in token where hexValue(c) == nil { return .badDeviceToken }
+        if configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
+        let body = request.body
+        if body.isEmpty { return .payloadEmpty }
+        if body.count > PayloadLimits.apns(isVoIP ? .voip : .alert) { return .payloadTooLarge }
+        // Apple documents no reason for a body that is not a JSON object; PayloadEmpty is the closest of
+        // its strings (clients turn unknown reasons into errors), see docs/gateway.md.
+        if JSON.topLevelKind(body) != .object { return .payloadEmpty }
+        return nil
+    }
+
+    enum PushType { case voip, other }
+
+    @inline(__always)
+    static func pushType(_ v: UnsafeRawBufferPointer) -> PushType? {
+        switch v.count {
+        case 3: if equals(v, "mdm") { return .other }
+        case 4: if equals(v, "voip") { return .voip }
+        case 5: if equals(v, "alert") { return .other }
+        case 7: if equals(v, "widgets") { return .other }
+        case 8: if equals(v, "location") { return .other }
+        case 10: if equals(v, "background") || equals(v, "pushtotalk") { return .other }
+        case 12: if equals(v, "complication") || equals(v, "fileprovider") || equals(v, "liveactivity") { return .other }
+        default: break
+        }
+        return nil
+    }
+}

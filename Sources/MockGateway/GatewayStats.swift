@@ -1,0 +1,131 @@
+import Synchronization
+
+/// What the gateway has seen so far: the numbers `GET /stats` answers, summed over every event loop.
+///
+/// ```swift
+/// let s = gateway.stats()
+/// print(s.requests, s.byStatus[200] ?? 0, s.byReason["Unregistered"] ?? 0)
+/// print(s.json)
+/// ```
+public struct GatewayStats: Equatable, Sendable {
+    /// Requests received (push requests of any kind; `GET /stats` itself is not counted).
+    public var requests: UInt64 = 0
+    /// Responses decided, by HTTP status.
+    public var byStatus: [Int: UInt64] = [:]
+    /// Error responses, by `reason` string.
+    public var byReason: [String: UInt64] = [:]
+    /// Request body bytes received.
+    public var bytesIn: UInt64 = 0
+    /// Connections open now.
+    public var connectionsOpen: UInt64 = 0
+    /// Connections accepted since start.
+    public var connectionsTotal: UInt64 = 0
+    /// GOAWAY frames sent by a behaviour or at shutdown.
+    public var goaways: UInt64 = 0
+    /// Connections dropped abruptly by a behaviour (no GOAWAY).
+    public var drops: UInt64 = 0
+
+    /// An empty set of numbers.
+    public init() {}
+
+    /// The numbers as one JSON object with stable keys, e.g.
+    /// `{"requests":3,"by_status":{"200":2,"410":1},"by_reason":{"Unregistered":1},"bytes_in":300,…}`.
+    public var json: String {
+        func object<K: Comparable>(_ d: [K: UInt64], _ key: (K) -> String) -> String {
+            "{" + d.keys.sorted().map { "\"\(key($0))\":\(d[$0]!)" }.joined(separator: ",") + "}"
+        }
+        return "{\"requests\":\(requests),\"by_status\":\(object(byStatus) { String($0) })"
+            + ",\"by_reason\":\(object(byReason) { $0 }),\"bytes_in\":\(bytesIn)"
+            + ",\"connections_open\":\(connectionsOpen),\"connections_total\":\(connectionsTotal)"
+            + ",\"goaways\":\(goaways),\"drops\":\(drops)}"
+    }
+}
+
+/// One event loop's counters. Written by that loop's thread only, read by any thread.
+///
+/// Each counter is an `Atomic` updated with a relaxed load and store (one writer, so no
+/// read-modify-write instruction is needed): a plain `mov` on the hot path, yet a reader on another
+/// thread never sees a torn value and the program has no data race.
+public final class GatewayCounters: Sendable {
+    /// Slots: fixed counters, then statuses 100...599, then reason codes 0..<64.
+    static let requestsSlot = 0, bytesInSlot = 1, openedSlot = 2, closedSlot = 3, goawaySlot = 4, dropSlot = 5
+    static let statusBase = 8, reasonBase = 8 + 500, slotCount = 8 + 500 + 64
+
+    // A raw pointer is not Sendable; the memory is only ever touched through the atomics it holds.
+    nonisolated(unsafe) private let slots: UnsafeMutablePointer<Atomic<UInt64>>
+
+    /// Zeroed counters.
+    public init() {
+        slots = .allocate(capacity: Self.slotCount)
+        for i in 0..<Self.slotCount { (slots + i).initialize(to: Atomic(0)) }
+    }
+
+    deinit {
+        slots.deinitialize(count: Self.slotCount)
+        slots.deallocate()
+    }
+
+    @inline(__always)
+    func add(_ slot: Int, _ n: UInt64 = 1) {
+        let v = slots[slot].load(ordering: .relaxed)
+        slots[slot].store(v &+ n, ordering: .relaxed)
+    }
+
+    @inline(__always)
+    func value(_ slot: Int) -> UInt64 { slots[slot].load(ordering: .relaxed) }
+
+    /// Counts one request with `bodyBytes` of body.
+    @inline(__always)
+    public func countRequest(bodyBytes: Int) {
+        add(Self.requestsSlot)
+        add(Self.bytesInSlot, UInt64(bodyBytes))
+    }
+
+    /// Counts one response with `status` and, for an error, its reason code (``APNsReason/rawValue``).
+    @inline(__always)
+    public func countResponse(status: UInt16, reasonCode: UInt8?) {
+        let s = Int(status)
+        add(Self.statusBase + (s >= 100 && s < 600 ? s - 100 : 499))
+        if let reasonCode, reasonCode < 64 { add(Self.reasonBase + Int(reasonCode)) }
+    }
+
+    /// Counts an accepted connection.
+    public func connectionOpened() { add(Self.openedSlot) }
+    /// Counts a closed connection.
+    public func connectionClosed() { add(Self.closedSlot) }
+    /// Counts a GOAWAY sent.
+    public func goawaySent() { add(Self.goawaySlot) }
+    /// Counts an abrupt drop.
+    public func connectionDropped() { add(Self.dropSlot) }
+
+    /// Adds these counters into `stats`.
+    public func accumulate(into stats: inout GatewayStats) {
+        stats.requests += value(Self.requestsSlot)
+        stats.bytesIn += value(Self.bytesInSlot)
+        let opened = value(Self.openedSlot), closed = value(Self.closedSlot)
+        stats.connectionsTotal += opened
+        stats.connectionsOpen += opened >= closed ? opened - closed : 0
+        stats.goaways += value(Self.goawaySlot)
+        stats.drops += value(Self.dropSlot)
+        for s in 0..<500 {
+            let n = value(Self.statusBase + s)
+            if n > 0 { stats.byStatus[s + 100, default: 0] += n }
+        }
+        for r in 0..<64 {
+            let n = value(Self.reasonBase + r)
+            if n > 0 { stats.byReason[reasonName(UInt8(r)), default: 0] += n }
+        }
+    }
+
+    private func reasonName(_ code: UInt8) -> String {
+        APNsReason(rawValue: code)?.name ?? "reason-\(code)"
+    }
+}
+
+extension GatewayStats {
+    /// The sum of every event loop's counters.
+    public init(summing counters: [GatewayCounters]) {
+        self.init()
+        for c in counters { c.accumulate(into: &self) }
+    }
+}

@@ -1,1 +1,0 @@
-// MockGateway module: see design.md "Layout".

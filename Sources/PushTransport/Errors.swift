@@ -1,0 +1,85 @@
+import CNGHTTP2
+import CUV
+
+/// A failure of the socket or HTTP/2 layer, reported to delegates (never thrown on the request path).
+public struct TransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, by layer.
+    public enum Kind: Sendable, Equatable {
+        /// A libuv call failed (`code` is the negative libuv error, e.g. UV_ECONNREFUSED).
+        case system
+        /// The TCP connect or the HTTP/2 handshake (peer SETTINGS) did not finish in time.
+        case connectTimeout
+        /// The peer closed the connection (EOF) or the socket failed while the connection was open.
+        case connectionLost
+        /// nghttp2 reported a protocol error (`code` is the nghttp2 error code, e.g. NGHTTP2_ERR_PROTO).
+        case protocolError
+        /// The connection was closed by its owner (`close()`), not by the peer.
+        case closedLocally
+        /// A syscall outside libuv failed (`code` is errno).
+        case errno
+    }
+
+    /// The kind of failure.
+    public var kind: Kind
+    /// The libuv, nghttp2 or errno code (see `kind`).
+    public var code: Int32
+    /// The function that failed, e.g. "uv_tcp_connect".
+    public var function: StaticString
+    /// Where the error was raised.
+    public var fileID: StaticString
+    /// Line where the error was raised.
+    public var line: UInt
+
+    /// Equality by kind, code and function (not source location).
+    public static func == (a: TransportError, b: TransportError) -> Bool {
+        a.kind == b.kind && a.code == b.code && a.function.description == b.function.description
+    }
+
+    /// An error of a libuv call returning `code` (< 0).
+    public init(uv code: Int32, _ function: StaticString, fileID: StaticString = #fileID, line: UInt = #line) {
+        self.init(kind: .system, code: code, function: function, fileID: fileID, line: line)
+    }
+
+    /// An error of a syscall that set `errno`.
+    public init(errno code: Int32, _ function: StaticString, fileID: StaticString = #fileID, line: UInt = #line) {
+        self.init(kind: .errno, code: code, function: function, fileID: fileID, line: line)
+    }
+
+    /// An error of any kind.
+    public init(kind: Kind, code: Int32, function: StaticString, fileID: StaticString = #fileID, line: UInt = #line) {
+        self.kind = kind
+        self.code = code
+        self.function = function
+        self.fileID = fileID
+        self.line = line
+    }
+
+    /// The library's text for `code` (uv_strerror / nghttp2_strerror / strerror).
+    public var message: String {
+        switch kind {
+        case .system, .connectionLost:
+            return code == 0 ? "connection closed by peer" : String(cString: uv_strerror(code))
+        case .protocolError: return String(cString: nghttp2_strerror(code))
+        case .errno: return String(cString: strerror(code))
+        case .connectTimeout: return "timed out"
+        case .closedLocally: return "closed locally"
+        }
+    }
+
+    /// A one-line description, e.g. `uv_tcp_connect: connection refused (-111)`.
+    public var description: String { "\(function): \(message) (\(code))" }
+}
+
+/// Why `HTTP2ClientConnection.submit` refused a request (typed throw: nothing is allocated).
+public enum HTTP2SubmitError: Error, Sendable, Equatable {
+    /// Every stream the peer allows (`peerMaxConcurrentStreams`, capped by the local limit) is in flight.
+    case noStreamAvailable(inFlight: Int, limit: Int)
+    /// The connection is not (or no longer) open: not connected yet, GOAWAY received, or closed.
+    case notConnected
+    /// The body does not fit the stream slot (`HTTP2ClientConfiguration.slotBodyCapacity`).
+    case bodyTooLarge(length: Int, capacity: Int)
+    /// A per-request header value was not set by the request writer.
+    case missingValue(field: Int)
+    /// nghttp2 refused the submit (`code` is an nghttp2 error code).
+    case nghttp2(code: Int32)
+}

@@ -1,0 +1,105 @@
+import CNGHTTP2
+
+/// A prebuilt request header block: fixed fields stored once (nghttp2 reads them with
+/// NO_COPY_NAME/NO_COPY_VALUE), plus numbered per-request fields whose values each request writes
+/// into its stream slot (e.g. `:path` with the device token, `apns-id`).
+///
+/// Immutable after init, so it is safe to share between loops.
+///
+/// ```swift
+/// let block = try HTTP2HeaderBlock.request(authority: "localhost", path: nil,  // :path is per-request field 0
+///                                          headers: [("apns-topic", "com.example")], perRequestHeaders: ["apns-id"])
+/// ```
+public final class HTTP2HeaderBlock: @unchecked Sendable {
+    // @unchecked: every stored property is written in init and only read afterwards.
+
+    /// One field of a block.
+    public enum Field: Sendable {
+        /// A name and value fixed for every request.
+        case fixed(name: String, value: String)
+        /// A name whose value each request supplies (numbered 0, 1, … in order of appearance).
+        case perRequest(name: String)
+    }
+
+    /// Why a block was rejected.
+    public struct InvalidBlock: Error, Sendable, CustomStringConvertible {
+        /// What was wrong, naming the field.
+        public var description: String
+    }
+
+    let storage: UnsafeMutableRawPointer
+    let template: UnsafeMutablePointer<nghttp2_nv>
+    /// Number of fields (template entries).
+    public let count: Int
+    /// Template index of per-request field k.
+    let dynamicIndex: [Int]
+    /// Number of per-request fields.
+    public var perRequestFieldCount: Int { dynamicIndex.count }
+
+    /// Builds a block; pseudo-header fields (":method", …) must come first and names must be lowercase.
+    public init(_ fields: [Field]) throws(InvalidBlock) {
+        var total = 0
+        var sawRegular = false
+        for f in fields {
+            let name: String
+            switch f {
+            case .fixed(let n, let v): name = n; total += n.utf8.count + v.utf8.count
+            case .perRequest(let n): name = n; total += n.utf8.count
+            }
+            if name.isEmpty { throw InvalidBlock(description: "empty header name") }
+            if name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
+                throw InvalidBlock(description: "header name '\(name)' must be lowercase in HTTP/2")
+            }
+            if name.hasPrefix(":") {
+                if sawRegular { throw InvalidBlock(description: "pseudo-header '\(name)' after a regular header") }
+            } else {
+                sawRegular = true
+            }
+        }
+        let store = UnsafeMutableRawPointer.allocate(byteCount: max(total, 1), alignment: 1)
+        let tmpl = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: max(fields.count, 1))
+        count = fields.count
+        var dyn: [Int] = []
+        var off = 0
+        func put(_ s: String) -> (UnsafeMutablePointer<UInt8>, Int) {
+            let p = (store + off).assumingMemoryBound(to: UInt8.self)
+            var n = 0
+            for b in s.utf8 { p[n] = b; n += 1 }
+            off += n
+            return (p, n)
+        }
+        let flags = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
+        for (i, f) in fields.enumerated() {
+            switch f {
+            case .fixed(let n, let v):
+                let (np, nl) = put(n)
+                let (vp, vl) = put(v)
+                tmpl[i] = nghttp2_nv(name: np, value: vp, namelen: nl, valuelen: vl, flags: flags)
+            case .perRequest(let n):
+                let (np, nl) = put(n)
+                tmpl[i] = nghttp2_nv(name: np, value: nil, namelen: nl, valuelen: 0, flags: flags)
+                dyn.append(i)
+            }
+        }
+        dynamicIndex = dyn
+        storage = store
+        template = tmpl
+    }
+
+    /// A request block: `:method`, `:scheme`, `:authority`, `:path` (per-request field 0 when `path` is nil),
+    /// then fixed `headers`, then `perRequestHeaders` (numbered after `:path`'s field if it is per-request).
+    public static func request(method: String = "POST", scheme: String = "http", authority: String, path: String?,
+                               headers: [(String, String)] = [], perRequestHeaders: [String] = []) throws(InvalidBlock) -> HTTP2HeaderBlock {
+        var fields: [Field] = [.fixed(name: ":method", value: method), .fixed(name: ":scheme", value: scheme),
+                               .fixed(name: ":authority", value: authority)]
+        if let path { fields.append(.fixed(name: ":path", value: path)) } else { fields.append(.perRequest(name: ":path")) }
+        for (n, v) in headers { fields.append(.fixed(name: n, value: v)) }
+        for n in perRequestHeaders { fields.append(.perRequest(name: n)) }
+        return try HTTP2HeaderBlock(fields)
+    }
+
+    deinit {
+        storage.deallocate()
+        template.deallocate()
+    }
+}

@@ -1,0 +1,292 @@
+import CNGHTTP2
+import CUV
+
+/// Send cursor of one body: where the bytes are and how many went out. Lives in a stream slot.
+struct BodyCursor {
+    var base: UnsafeRawPointer?
+    var count: Int
+    var sent: Int
+}
+
+/// The HTTP/2 settings a peer announced (the values in force, nghttp2's defaults before any SETTINGS).
+public struct HTTP2Settings: Sendable, Equatable {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    public var maxConcurrentStreams: Int
+    /// SETTINGS_INITIAL_WINDOW_SIZE.
+    public var initialWindowSize: Int
+    /// SETTINGS_MAX_FRAME_SIZE.
+    public var maxFrameSize: Int
+    /// SETTINGS_HEADER_TABLE_SIZE.
+    public var headerTableSize: Int
+    /// SETTINGS_MAX_HEADER_LIST_SIZE (Int(UInt32.max) when unlimited).
+    public var maxHeaderListSize: Int
+}
+
+/// A GOAWAY frame received from the peer.
+public struct HTTP2GoAway: Sendable {
+    /// The last stream id the peer processed (streams above it were not and may be retried).
+    public var lastStreamID: Int32
+    /// The HTTP/2 error code (0 = NO_ERROR: graceful shutdown).
+    public var errorCode: UInt32
+    /// The opaque debug data (the mock gateway puts a JSON reason here).
+    public var debugData: [UInt8]
+}
+
+/// The machinery client and server connections share: nghttp2 session, batched zero-copy output,
+/// the byte transport below, deferred slot release. Not public; subclasses expose the API.
+/// The base of `HTTP2ClientConnection` and `HTTP2ServerConnection` (its machinery is internal).
+public class HTTP2Session: ByteTransportOwner {
+    let loop: EventLoop
+    var transport: ByteTransport?
+    var session: OpaquePointer?
+    let memory: NGHTTP2Memory
+    /// Set by EventLoop while this session waits in the end-of-turn flush list.
+    var flushScheduled = false
+
+    // Output batch: staged copies (control frames, DATA frame headers) and borrowed body ranges.
+    private let staging: UnsafeMutableRawPointer
+    private let stagingCapacity: Int
+    private var stagedUsed = 0
+    private let iov: UnsafeMutablePointer<uv_buf_t>
+    private let iovCapacity: Int
+    private var iovCount = 0
+    private var lastIovIsStaging = false
+    private(set) var writePending = false
+    /// Slots whose streams closed while their bytes may still sit in the batch; freed once it is written.
+    private var deferredReleases: [Int32] = []
+    private(set) var isClosed = false
+    /// The last nghttp2 protocol error seen (invalid frame, error callback), reported at close.
+    var lastProtocolError: TransportError?
+
+    init(loop: EventLoop, stagingCapacity: Int, iovCapacity: Int) {
+        self.loop = loop
+        memory = loop.nghttp2Memory
+        self.stagingCapacity = max(stagingCapacity, 16 * 1024)
+        self.iovCapacity = max(iovCapacity, 16)
+        staging = .allocate(byteCount: self.stagingCapacity, alignment: 16)
+        iov = .allocate(capacity: self.iovCapacity)
+        deferredReleases.reserveCapacity(1024)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+        transport?.owner = nil
+        transport?.close(nil, notify: false)
+        staging.deallocate()
+        iov.deallocate()
+    }
+
+    static func from(_ p: UnsafeMutableRawPointer?) -> HTTP2Session {
+        Unmanaged<HTTP2Session>.fromOpaque(p!).takeUnretainedValue()
+    }
+
+    var userData: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    /// The send callbacks every session uses (output batching, NO_COPY DATA).
+    static func installSendCallbacks(_ cbs: OpaquePointer) {
+        nghttp2_session_callbacks_set_send_callback(cbs) { _, data, length, _, ud in
+            HTTP2Session.from(ud).stage(data!, length)
+        }
+        nghttp2_session_callbacks_set_send_data_callback(cbs) { _, frame, framehd, length, source, ud in
+            HTTP2Session.from(ud).stageData(frame!, framehd!, length, source!)
+        }
+        nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cbs) { _, _, code, ud in
+            let s = HTTP2Session.from(ud)
+            s.lastProtocolError = TransportError(kind: .protocolError, code: code, function: "nghttp2_session_mem_recv")
+            return 0
+        }
+        nghttp2_session_callbacks_set_error_callback2(cbs) { _, code, _, _, ud in
+            let s = HTTP2Session.from(ud)
+            if code != 0 {
+                s.lastProtocolError = TransportError(kind: .protocolError, code: code, function: "nghttp2_session_mem_recv")
+            }
+            return 0
+        }
+    }
+
+    /// Read callback for bodies sent without copying (frame header staged, body borrowed).
+    static let noCopyRead: nghttp2_data_source_read_callback = { _, _, _, length, flags, source, _ in
+        let c = source!.pointee.ptr.assumingMemoryBound(to: BodyCursor.self)
+        let n = min(c.pointee.count - c.pointee.sent, length)
+        var f = UInt32(NGHTTP2_DATA_FLAG_NO_COPY.rawValue)
+        if c.pointee.sent + n == c.pointee.count { f |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+        flags!.pointee |= f
+        return n
+    }
+
+    /// Read callback for bodies copied into nghttp2's frame buffer (one memcpy).
+    static let copyRead: nghttp2_data_source_read_callback = { _, _, buf, length, flags, source, _ in
+        let c = source!.pointee.ptr.assumingMemoryBound(to: BodyCursor.self)
+        let n = min(c.pointee.count - c.pointee.sent, length)
+        if n > 0 { buf!.update(from: c.pointee.base!.assumingMemoryBound(to: UInt8.self) + c.pointee.sent, count: n) }
+        c.pointee.sent += n
+        if c.pointee.sent == c.pointee.count { flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+        return n
+    }
+
+    // MARK: output batch
+
+    private func stage(_ data: UnsafePointer<UInt8>, _ length: Int) -> Int {
+        if writePending || isClosed { return Int(NGHTTP2_ERR_WOULDBLOCK.rawValue) }
+        let room = stagingCapacity - stagedUsed
+        if room == 0 { return Int(NGHTTP2_ERR_WOULDBLOCK.rawValue) }
+        if !lastIovIsStaging && iovCount == iovCapacity { return Int(NGHTTP2_ERR_WOULDBLOCK.rawValue) }
+        let n = min(room, length)
+        appendStaged(UnsafeRawPointer(data), n)
+        return n
+    }
+
+    @inline(__always) private func appendStaged(_ src: UnsafeRawPointer, _ n: Int) {
+        let dst = staging + stagedUsed
+        dst.copyMemory(from: src, byteCount: n)
+        stagedUsed += n
+        if lastIovIsStaging {
+            iov[iovCount - 1].len += n
+        } else {
+            iov[iovCount] = uv_buf_t(base: dst.assumingMemoryBound(to: CChar.self), len: n)
+            iovCount += 1
+            lastIovIsStaging = true
+        }
+    }
+
+    private func stageData(_ frame: UnsafeMutablePointer<nghttp2_frame>, _ framehd: UnsafePointer<UInt8>,
+                           _ length: Int, _ source: UnsafeMutablePointer<nghttp2_data_source>) -> Int32 {
+        if writePending || isClosed { return NGHTTP2_ERR_WOULDBLOCK.rawValue }
+        // Padding is never enabled (no select_padding_callback), so a DATA frame is header + body.
+        precondition(pb_frame_data_padlen(frame) == 0, "DATA padding is not supported")
+        let needIov = (lastIovIsStaging ? 0 : 1) + 1
+        if stagingCapacity - stagedUsed < 9 || iovCapacity - iovCount < needIov {
+            return NGHTTP2_ERR_WOULDBLOCK.rawValue
+        }
+        appendStaged(UnsafeRawPointer(framehd), 9)
+        if length > 0 {
+            let c = source.pointee.ptr.assumingMemoryBound(to: BodyCursor.self)
+            let p = c.pointee.base! + c.pointee.sent
+            iov[iovCount] = uv_buf_t(base: UnsafeMutableRawPointer(mutating: p).assumingMemoryBound(to: CChar.self), len: length)
+            iovCount += 1
+            lastIovIsStaging = false
+            c.pointee.sent += length
+        }
+        return 0
+    }
+
+    private func resetBatch() {
+        stagedUsed = 0
+        iovCount = 0
+        lastIovIsStaging = false
+        if !deferredReleases.isEmpty {
+            for i in deferredReleases { releaseSlot(i) }
+            deferredReleases.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Frees a stream slot now, or after the batch that may reference its memory has been written.
+    func releaseWhenWritten(_ slot: Int32) {
+        if iovCount == 0 && !writePending { releaseSlot(slot) } else { deferredReleases.append(slot) }
+    }
+
+    /// Asks for a flush at the end of this loop turn.
+    @inline(__always) func scheduleFlush() {
+        if !isClosed { loop.scheduleFlush(self) }
+    }
+
+    /// Serializes everything nghttp2 has queued and writes it as one batch (more only if the batch filled).
+    func flush() {
+        guard let session, !writePending, !isClosed else { return }
+        while true {
+            let rv = nghttp2_session_send(session)
+            if rv != 0 {
+                fail(TransportError(kind: .protocolError, code: rv, function: "nghttp2_session_send"))
+                return
+            }
+            if iovCount == 0 { break }
+            guard let transport else { return }
+            switch transport.write(iov, count: iovCount) {
+            case .complete:
+                resetBatch()
+                if nghttp2_session_want_write(session) == 0 { break }
+                continue
+            case .pending:
+                writePending = true
+                return
+            case .failed:
+                return
+            }
+            break
+        }
+        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+            // GOAWAY exchanged and no stream left (or a fatal error nghttp2 already answered).
+            fail(lastProtocolError ?? TransportError(kind: .closedLocally, code: 0, function: "GOAWAY"))
+        }
+    }
+
+    // MARK: transport events
+
+    func transportDidConnect() {}
+    func transportDidFailToConnect(_ error: TransportError) {}
+
+    func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
+        guard let session, !isClosed else { return }
+        let rv = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if rv < 0 {
+            fail(TransportError(kind: .protocolError, code: Int32(rv), function: "nghttp2_session_mem_recv"))
+            return
+        }
+        scheduleFlush()
+    }
+
+    func transportWriteDidComplete() {
+        writePending = false
+        resetBatch()
+        flush()
+    }
+
+    func transportDidClose(_ error: TransportError?) {
+        if isClosed { return }
+        isClosed = true
+        transport = nil
+        resetBatch()
+        didClose(lastProtocolError ?? error ?? TransportError(kind: .connectionLost, code: 0, function: "uv_read"))
+    }
+
+    /// Closes the socket now and reports `error` (abrupt close, fatal errors).
+    func fail(_ error: TransportError) {
+        if isClosed { return }
+        isClosed = true
+        let t = transport
+        transport = nil
+        t?.owner = nil
+        t?.close(error, notify: false)
+        writePending = false
+        resetBatch()
+        didClose(error)
+    }
+
+    // MARK: subclass hooks
+
+    func releaseSlot(_ slot: Int32) {}
+    func didClose(_ error: TransportError) {}
+
+    /// The peer's settings now in force.
+    func remoteSettings() -> HTTP2Settings {
+        guard let session else {
+            return HTTP2Settings(maxConcurrentStreams: 100, initialWindowSize: 65535, maxFrameSize: 16384,
+                                 headerTableSize: 4096, maxHeaderListSize: Int(UInt32.max))
+        }
+        func get(_ id: nghttp2_settings_id) -> Int { Int(nghttp2_session_get_remote_settings(session, id)) }
+        return HTTP2Settings(
+            maxConcurrentStreams: get(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS),
+            initialWindowSize: get(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE),
+            maxFrameSize: get(NGHTTP2_SETTINGS_MAX_FRAME_SIZE),
+            headerTableSize: get(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE),
+            maxHeaderListSize: get(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE))
+    }
+
+    static func goAway(from frame: UnsafePointer<nghttp2_frame>) -> HTTP2GoAway {
+        let n = pb_frame_goaway_data_len(frame)
+        var data: [UInt8] = []
+        if n > 0, let p = pb_frame_goaway_data(frame) { data = Array(UnsafeBufferPointer(start: p, count: n)) }
+        return HTTP2GoAway(lastStreamID: pb_frame_goaway_last_stream_id(frame),
+                           errorCode: pb_frame_goaway_error_code(frame), debugData: data)
+    }
+}

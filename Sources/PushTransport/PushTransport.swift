@@ -1,1 +1,0 @@
-// PushTransport module: see design.md "Layout".

@@ -1,0 +1,89 @@
+/// A growable byte arena that keeps its capacity across reuse (one realloc at a new high-water mark,
+/// none in steady state). Owned by a stream slot; freed by the slot's `deinit`.
+struct ByteStore {
+    private(set) var base: UnsafeMutableRawPointer
+    private(set) var capacity: Int
+    var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 16)
+        base = .allocate(byteCount: self.capacity, alignment: 8)
+    }
+
+    func free() { base.deallocate() }
+
+    mutating func reserve(_ extra: Int) {
+        let need = count + extra
+        if need <= capacity { return }
+        var c = capacity
+        while c < need { c *= 2 }
+        let nb = UnsafeMutableRawPointer.allocate(byteCount: c, alignment: 8)
+        nb.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = nb
+        capacity = c
+    }
+
+    /// Appends bytes; returns their offset.
+    @discardableResult
+    mutating func append(_ p: UnsafeRawPointer?, _ n: Int) -> Int {
+        reserve(n)
+        let off = count
+        if n > 0, let p { (base + off).copyMemory(from: p, byteCount: n) }
+        count += n
+        return off
+    }
+
+    @inline(__always) func view(_ off: Int, _ len: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: base + off, count: len)
+    }
+
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+}
+
+/// Offsets of one header field inside a `ByteStore`.
+struct HeaderRef {
+    var nameOffset: Int32
+    var nameLength: Int32
+    var valueOffset: Int32
+    var valueLength: Int32
+}
+
+/// A header list received from the peer: name/value byte views, valid during the delegate callback.
+///
+/// Names are lowercase (HTTP/2 requires it). Iterate with `count` and `subscript`, or look one up
+/// with `first(named:)`; nothing allocates.
+public struct HTTP2HeaderList {
+    let store: UnsafeRawPointer
+    let refs: UnsafeBufferPointer<HeaderRef>
+
+    /// Number of regular (non-pseudo) header fields.
+    public var count: Int { refs.count }
+
+    /// The `i`th field as (name, value) byte views.
+    public subscript(i: Int) -> (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let r = refs[i]
+        return (UnsafeRawBufferPointer(start: store + Int(r.nameOffset), count: Int(r.nameLength)),
+                UnsafeRawBufferPointer(start: store + Int(r.valueOffset), count: Int(r.valueLength)))
+    }
+
+    /// The value of the first field named `name` (lowercase), or nil.
+    public func first(named name: StaticString) -> UnsafeRawBufferPointer? {
+        let n = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        for i in 0..<refs.count {
+            let f = self[i]
+            if f.name.elementsEqual(n) { return f.value }
+        }
+        return nil
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// The bytes as a String (allocates; for tests, logs and error paths, not the hot path).
+    public var pbString: String { String(decoding: self, as: UTF8.self) }
+
+    /// Whether the bytes equal `s` (no allocation).
+    public func pbEquals(_ s: StaticString) -> Bool {
+        elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+}

@@ -1,6 +1,0 @@
-import Testing
-@testable import MockGateway
-
-@Suite struct MockGatewaySmokeTests {
-    @Test func moduleLinks() { #expect(Bool(true)) }
-}

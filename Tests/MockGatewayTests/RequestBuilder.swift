@@ -1,0 +1,91 @@
+@testable import MockGateway
+
+/// Builds a ``GatewayRequest`` from Swift strings: every byte lives in one arena kept alive for the call.
+struct TestRequest {
+    var method = "POST"
+    var path = "/3/device/" + String(repeating: "ab", count: 32)
+    var headers: [(String, String)] = [("apns-topic", "com.example.app")]
+    var body: [UInt8] = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+
+    init(method: String = "POST", path: String? = nil, headers: [(String, String)]? = nil, body: String? = nil) {
+        self.method = method
+        if let path { self.path = path }
+        if let headers { self.headers = headers }
+        if let body { self.body = Array(body.utf8) }
+    }
+
+    init(bodyBytes: Int, headers: [(String, String)]? = nil) {
+        if let headers { self.headers = headers }
+        // {"a":"xxx…"} padded to exactly bodyBytes.
+        body = Array(#"{"a":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: bodyBytes - 8) + Array(#""}"#.utf8)
+    }
+
+    /// Calls `body` with the request built over one arena.
+    func with<R>(_ body: (borrowing GatewayRequest) -> R) -> R {
+        var pairs: [(String, String)] = [(":method", method), (":scheme", "http"), (":path", path), (":authority", "localhost")]
+        pairs += headers
+        var arena: [UInt8] = []
+        var ranges: [(Range<Int>, Range<Int>)] = []
+        for (n, v) in pairs {
+            let a = arena.count
+            arena += Array(n.utf8)
+            let b = arena.count
+            arena += Array(v.utf8)
+            ranges.append((a..<b, b..<arena.count))
+        }
+        let bodyStart = arena.count
+        arena += self.body
+        return arena.withUnsafeBytes { raw in
+            var request = GatewayRequest()
+            for (n, v) in ranges {
+                request.setHeader(name: UnsafeRawBufferPointer(rebasing: raw[n]), value: UnsafeRawBufferPointer(rebasing: raw[v]))
+            }
+            request.body = UnsafeRawBufferPointer(rebasing: raw[bodyStart...])
+            return body(request)
+        }
+    }
+}
+
+extension GatewayAction {
+    /// The response, whether immediate or delayed.
+    var response: GatewayResponse? {
+        switch self {
+        case .respond(let r), .respondLater(_, let r): r
+        case .stats, .drop: nil
+        }
+    }
+}
+
+/// A state machine with its connection, for tests.
+struct Harness {
+    var machine: GatewayStateMachine
+    var connection: GatewayConnectionState
+    var now: UInt64 = 1_000_000_000
+
+    init(_ config: GatewayConfiguration = GatewayConfiguration(), loop: Int = 0) {
+        machine = GatewayStateMachine(configuration: config, loopIndex: loop, counters: GatewayCounters(),
+                                      wallClockMillis: 1_700_000_000_000)
+        connection = machine.connectionOpened(now: now)
+    }
+
+    init(_ flags: [String]) throws {
+        self.init(try GatewayConfiguration.parse(flags))
+    }
+
+    mutating func send(_ request: TestRequest) -> GatewayAction {
+        request.with { machine.handle($0, connection: &connection, now: now) }
+    }
+
+    mutating func status(_ request: TestRequest) -> (UInt16, String?) {
+        let r = send(request).response!
+        return (r.status, r.reason?.name)
+    }
+
+    var stats: GatewayStats { GatewayStats(summing: [machine.counters]) }
+}
+
+func token(_ i: Int) -> String {
+    var s = String(i, radix: 16)
+    s = String(repeating: "0", count: 64 - s.count) + s
+    return s
+}
