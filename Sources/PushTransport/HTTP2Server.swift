@@ -151,8 +151,12 @@ public struct HTTP2ResponseHeaders: ~Copyable {
 /// One accepted HTTP/2 connection of an `HTTP2Server`; respond to its requests, change its SETTINGS,
 /// send GOAWAY or close it.
 public final class HTTP2ServerConnection: HTTP2Session {
-    /// The server that accepted it (unowned: the server outlives its connections).
-    public unowned let server: HTTP2Server
+    // unowned(unsafe): no refcount check per callback; the server detaches its connections in its
+    // deinit (and on close) before it goes away, and `detached` guards every use after that.
+    unowned(unsafe) let owner: HTTP2Server
+    var detached = false
+    /// The server that accepted it (nil once the server is gone).
+    public var server: HTTP2Server? { detached ? nil : owner }
     /// A number unique within the server (1, 2, …).
     public let id: UInt64
     private var slots: [ServerSlot] = []
@@ -164,7 +168,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
     private var peerSettingsSeen = false
 
     init(server: HTTP2Server, id: UInt64, transport: TCPTransport) {
-        self.server = server
+        self.owner = server
         self.id = id
         scratchNV = .allocate(capacity: 32)
         let c = server.configuration
@@ -187,10 +191,10 @@ public final class HTTP2ServerConnection: HTTP2Session {
         var s: OpaquePointer?
         if nghttp2_session_server_new3(&s, cbs, userData, nil, &mem) != 0 { return false }
         session = s
-        let c = server.configuration
+        let c = owner.configuration
         var iv = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                                   value: UInt32(clamping: server.currentMaxConcurrentStreams)),
+                                   value: UInt32(clamping: owner.currentMaxConcurrentStreams)),
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
                                    value: UInt32(min(c.initialWindowSize, Int(Int32.max)))),
         ]
@@ -273,7 +277,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
         guard let s = slot(for: streamID) else { return 0 }
-        if s.reqBody.count + len > server.configuration.maxRequestBodySize {
+        if s.reqBody.count + len > owner.configuration.maxRequestBodySize {
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
             return 0
         }
@@ -292,18 +296,18 @@ public final class HTTP2ServerConnection: HTTP2Session {
         case NGHTTP2_SETTINGS.rawValue:
             if flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { return }
             if peerSettingsSeen {
-                server.delegate?.server(server, connection: self, didUpdatePeerSettings: remoteSettings())
+                owner.delegate?.server(owner, connection: self, didUpdatePeerSettings: remoteSettings())
             }
             peerSettingsSeen = true
         case NGHTTP2_GOAWAY.rawValue:
-            server.delegate?.server(server, connection: self, didReceiveGoAway: HTTP2Session.goAway(from: frame))
+            owner.delegate?.server(owner, connection: self, didReceiveGoAway: HTTP2Session.goAway(from: frame))
         default:
             break
         }
     }
 
     private func deliver(_ s: ServerSlot) {
-        server.requestsReceived &+= 1
+        owner.requestsReceived &+= 1
         let base = UnsafeRawPointer(s.reqStore.base)
         let p = s.pseudo
         s.reqRefs.withUnsafeBufferPointer { refs in
@@ -315,7 +319,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 scheme: UnsafeRawBufferPointer(start: base + p.6, count: p.7),
                 headers: HTTP2HeaderList(store: base, refs: refs),
                 body: s.reqBody.bytes, receivedAt: loop.now)
-            server.delegate?.server(server, didReceive: req)
+            owner.delegate?.server(owner, didReceive: req)
         }
     }
 
@@ -325,7 +329,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         openStreams -= 1
         if !s.responded {
             s.responded = true
-            server.delegate?.server(server, connection: self, streamDidClose: streamID, errorCode: code)
+            owner.delegate?.server(owner, connection: self, streamDidClose: streamID, errorCode: code)
         }
         releaseWhenWritten(s.index)
     }
@@ -338,7 +342,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
     }
 
     override func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
-        server.bytesIn &+= UInt64(bytes.count)
+        owner.bytesIn &+= UInt64(bytes.count)
         super.transportDidRead(bytes)
     }
 
@@ -346,14 +350,14 @@ public final class HTTP2ServerConnection: HTTP2Session {
         for s in slots where s.active {
             s.active = false
             freeSlots.append(s.index)
-            if !s.responded {
+            if !s.responded && !detached {
                 s.responded = true
-                server.delegate?.server(server, connection: self, streamDidClose: s.streamID,
+                owner.delegate?.server(owner, connection: self, streamDidClose: s.streamID,
                                         errorCode: NGHTTP2_CANCEL.rawValue)
             }
         }
         openStreams = 0
-        server.connectionClosed(self, error)
+        if !detached { owner.connectionClosed(self, error) }
     }
 
     /// Answers stream `streamID`: `status`, header fields added by `headers` (copied), and `body` (copied).
@@ -510,7 +514,13 @@ public final class HTTP2Server {
         currentMaxConcurrentStreams = configuration.maxConcurrentStreams
     }
 
-    deinit { closeListener() }
+    deinit {
+        closeListener()
+        for c in connections.values {
+            c.detached = true
+            c.close()
+        }
+    }
 
     /// Binds and listens on a numeric address; `port` 0 picks a free port. Returns the bound port.
     @discardableResult

@@ -1,0 +1,180 @@
+import CNGHTTP2
+import CUV
+import Glibc
+import PushTransport
+import Testing
+
+/// Failures and control frames end in reported events within bounded time, never a hang or a crash.
+@Suite struct ConnectionEventTests {
+    @Test func connectionRefusedIsReported() throws {
+        let loop = try EventLoop()
+        // A port that was free a moment ago: bind, read the port, close.
+        let port: Int
+        do {
+            let probe = HTTP2Server(loop: loop, delegate: nil)
+            port = try probe.listen(host: "127.0.0.1", port: 0)
+            probe.close()
+            loop.runOnce(wait: false)
+        }
+        let d = TestClient()
+        let c = HTTP2ClientConnection(loop: loop, delegate: d)
+        c.connect(host: "127.0.0.1", port: port)
+        #expect(loop.run(until: { d.connectError != nil }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.connectError?.code == Int32(UV_ECONNREFUSED.rawValue))
+        #expect(d.connectError?.description.contains("refused") == true)
+        #expect(!d.connected)
+        #expect(throws: HTTP2SubmitError.notConnected) {
+            try c.submit(try makeBlock(path: "/"), context: 0) { _ in }
+        }
+    }
+
+    @Test func badAddressIsReported() throws {
+        let loop = try EventLoop()
+        let d = TestClient()
+        let c = HTTP2ClientConnection(loop: loop, delegate: d)
+        c.connect(host: "not-an-address", port: 1)
+        #expect(loop.run(until: { d.connectError != nil }, timeoutNanoseconds: 5 * seconds))
+    }
+
+    @Test func peerClosingMidStreamFailsEveryOpenStream() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        server.deferResponses = true
+        let d = TestClient()
+        let client = connectClient(loop, port: server.port, d)
+        let block = try makeBlock(path: "/x")
+        for k in 0..<50 {
+            try client.submit(block, context: UInt64(k)) { req in
+                req.setValue(0, "id")
+                req.setBodyLength(100)
+            }
+        }
+        #expect(loop.run(until: { server.deferred.count == 50 }, timeoutNanoseconds: 10 * seconds))
+        // Answer a few, then drop the connection with the rest open.
+        for (c, id) in server.deferred.prefix(10) { server.respond(c, id) }
+        #expect(loop.run(until: { d.responses == 10 }, timeoutNanoseconds: 10 * seconds))
+        server.deferred[0].0.close()
+        #expect(loop.run(until: { d.closed }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.failures.count == 40)
+        #expect(d.failures.allSatisfy { $0.reason == .connectionLost })
+        #expect(Set(d.failures.map(\.context)) == Set((10..<50).map(UInt64.init)))
+        #expect(d.closeError?.kind == .connectionLost)
+        #expect(client.inFlight == 0)
+        // A response to a stream of a closed connection is refused, not a crash.
+        #expect(server.deferred[20].0.respond(to: server.deferred[20].1, status: 200) == false)
+    }
+
+    @Test func goAwayWithDebugDataIsObserved() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        server.deferResponses = true
+        let d = TestClient()
+        let client = connectClient(loop, port: server.port, d)
+        let block = try makeBlock(path: "/x")
+        for k in 0..<3 {
+            try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") }
+        }
+        #expect(loop.run(until: { server.deferred.count == 3 }, timeoutNanoseconds: 10 * seconds))
+        let conn = server.deferred[0].0
+        let reason = Array("{\"reason\":\"Shutdown\"}".utf8)
+        // Last stream id 3 (the second request): stream 5 was not processed and must be refused.
+        reason.withUnsafeBytes { conn.goAway(errorCode: 0, debugData: $0, lastStreamID: 3) }
+        #expect(loop.run(until: { d.goAways.count == 1 }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.goAways.first?.debugData == reason)
+        #expect(d.goAways.first?.lastStreamID == 3)
+        #expect(d.goAways.first?.errorCode == 0)
+        #expect(!client.isConnected)
+        #expect(throws: HTTP2SubmitError.notConnected) {
+            try client.submit(block, context: 9) { req in req.setValue(0, "id") }
+        }
+        #expect(loop.run(until: { d.failures.count == 1 }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.failures.first?.reason == .refused)
+        #expect(d.failures.first?.context == 2)
+        // Streams up to the last id still complete, then the connection closes cleanly.
+        for (c, id) in server.deferred.prefix(2) { server.respond(c, id) }
+        #expect(loop.run(until: { d.responses == 2 && d.closed && server.closed == 1 }, timeoutNanoseconds: 10 * seconds))
+    }
+
+    @Test func settingsChangeToOneStreamIsObservedAndEnforced() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        let d = TestClient()
+        let client = connectClient(loop, port: server.port, d)
+        #expect(client.peerMaxConcurrentStreams == 1000)
+        server.server.updateSettings(maxConcurrentStreams: 1)
+        #expect(loop.run(until: { !d.settingsUpdates.isEmpty }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.settingsUpdates.last?.maxConcurrentStreams == 1)
+        #expect(client.peerMaxConcurrentStreams == 1)
+        #expect(client.availableStreams == 1)
+        server.deferResponses = true
+        let block = try makeBlock(path: "/x")
+        try client.submit(block, context: 1) { req in req.setValue(0, "a") }
+        #expect(throws: HTTP2SubmitError.noStreamAvailable(inFlight: 1, limit: 1)) {
+            try client.submit(block, context: 2) { req in req.setValue(0, "b") }
+        }
+        #expect(loop.run(until: { server.deferred.count == 1 }, timeoutNanoseconds: 10 * seconds))
+        server.respond(server.deferred[0].0, server.deferred[0].1)
+        #expect(loop.run(until: { d.responses == 1 }, timeoutNanoseconds: 10 * seconds))
+        #expect(client.availableStreams == 1)
+        // New connections get the lowered limit at once.
+        let d2 = TestClient()
+        _ = connectClient(loop, port: server.port, d2)
+        #expect(d2.connected)
+    }
+
+    @Test func gracefulShutdownLetsInFlightStreamsFinish() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        server.deferResponses = true
+        let d = TestClient()
+        let client = connectClient(loop, port: server.port, d)
+        let block = try makeBlock(path: "/x")
+        for k in 0..<5 { try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") } }
+        #expect(loop.run(until: { server.deferred.count == 5 }, timeoutNanoseconds: 10 * seconds))
+        var done = false
+        server.server.shutdownGracefully { done = true }
+        #expect(loop.run(until: { d.goAways.count == 1 }, timeoutNanoseconds: 10 * seconds))
+        #expect(!done)
+        for (c, id) in server.deferred { server.respond(c, id) }
+        #expect(loop.run(until: { done && d.closed }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.responses == 5)
+        #expect(d.failures.isEmpty)
+        // The listener is closed: a new connect is refused.
+        let d2 = TestClient()
+        let c2 = HTTP2ClientConnection(loop: loop, delegate: d2)
+        c2.connect(host: "127.0.0.1", port: server.port)
+        #expect(loop.run(until: { d2.connectError != nil }, timeoutNanoseconds: 10 * seconds))
+        withExtendedLifetime(client) {}
+    }
+
+    @Test func malformedBytesFromAClientAreAProtocolError() throws {
+        final class Closes: HTTP2ServerDelegate {
+            var error: TransportError?
+            func server(_ server: HTTP2Server, didReceive request: HTTP2ServerRequest) {}
+            func server(_ server: HTTP2Server, connectionDidClose connection: HTTP2ServerConnection, error: TransportError) {
+                self.error = error
+            }
+        }
+        let loop = try EventLoop()
+        let closes = Closes()
+        let server = HTTP2Server(loop: loop, delegate: closes)
+        let port = try server.listen(host: "127.0.0.1", port: 0)
+        // A raw blocking socket: the kernel completes the handshake from the backlog before accept.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(r == 0)
+        let garbage = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        _ = garbage.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        #expect(loop.run(until: { closes.error != nil }, timeoutNanoseconds: 10 * seconds))
+        #expect(closes.error?.kind == .protocolError)
+        #expect(closes.error?.message.isEmpty == false)
+        #expect(server.connectionsOpen == 0)
+    }
+}
