@@ -113,18 +113,19 @@ struct FCMEngine {
         guard tape[root].kind == .object else { return .error(.invalidArgument, .wrongType, FCMInlineText("request")) }
         var message: Int?
         var validateOnly = false
-        var bad: FCMResponse?
-        tape.forEachMember(of: root) { k, v in
-            guard bad == nil else { return }
+        // Index loops rather than closures: a closure capturing locals costs heap boxes in debug builds.
+        var it = members(root)
+        while let (k, v) = next(&it) {
             if key(k, body, "message") {
-                if tape[v].kind == .object { message = v } else { bad = .error(.invalidArgument, .wrongType, FCMInlineText("message")) }
+                guard tape[v].kind == .object else { return .error(.invalidArgument, .wrongType, FCMInlineText("message")) }
+                message = v
             } else if key(k, body, "validate_only", "validateOnly") {
-                if let b = tape.bool(at: v) { validateOnly = b } else { bad = .error(.invalidArgument, .wrongType, FCMInlineText("validate_only")) }
+                guard let b = tape.bool(at: v) else { return .error(.invalidArgument, .wrongType, FCMInlineText("validate_only")) }
+                validateOnly = b
             } else {
-                bad = .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
+                return .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
             }
         }
-        if let bad { return bad }
         guard let message else { return .error(.invalidArgument, .missingMessage) }
 
         var m = MessageFields()
@@ -188,11 +189,8 @@ struct FCMEngine {
         } else {
             counters.add(FCMCounters.direct)
         }
-        if configuration.fcm.capture > 0 {
-            let headers = built.request
-            counters.capture(limit: configuration.fcm.capture) {
-                capturedPush(project: project, id: id, target: m.target, body: body, headers: headers, now: now)
-            }
+        if configuration.fcm.capture > 0, counters.reserveCapture(limit: configuration.fcm.capture) {
+            counters.store(capturedPush(project: project, id: id, target: m.target, body: body, headers: built.request, now: now))
         }
         return FCMResponse(status: 200, code: nil, problem: .none, number: id)
     }
@@ -226,10 +224,8 @@ struct FCMEngine {
 
     /// Reads `message` into `m`; returns the error for the first problem found.
     private func readMessage(_ message: Int, _ body: UnsafeRawBufferPointer, into m: inout MessageFields) -> FCMResponse? {
-        var bad: FCMResponse?
-        var mm = m
-        tape.forEachMember(of: message) { k, v in
-            guard bad == nil else { return }
+        var it = members(message)
+        while let (k, v) = next(&it) {
             let kind = tape[v].kind
             var target = Target.none
             var targetName: StaticString = ""
@@ -238,36 +234,35 @@ struct FCMEngine {
             else if key(k, body, "condition") { target = .condition(v); targetName = "condition" }
             else if key(k, body, "fid") { target = .fid(v); targetName = "fid" }
             if target != .none {
-                guard kind == .string else { bad = wrongType("message.", targetName); return }
-                if !Self.sameTarget(mm.target, target) && mm.target != .none {
-                    bad = .error(.invalidArgument, .twoTargets, FCMInlineText(static: targetName)); return
+                guard kind == .string else { return wrongType("message.", targetName) }
+                if !Self.sameTarget(m.target, target) && m.target != .none {
+                    return .error(.invalidArgument, .twoTargets, FCMInlineText(static: targetName))
                 }
-                mm.target = target
+                m.target = target
             } else if key(k, body, "data") {
-                guard kind == .object else { bad = wrongType("message.", "data"); return }
-                bad = checkData(v, body)
-                mm.data = v
+                guard kind == .object else { return wrongType("message.", "data") }
+                if let bad = checkData(v, body) { return bad }
+                m.data = v
             } else if key(k, body, "notification") {
-                guard kind == .object else { bad = wrongType("message.", "notification"); return }
-                mm.notification = v
-                bad = readNotification(v, body, into: &mm)
+                guard kind == .object else { return wrongType("message.", "notification") }
+                m.notification = v
+                if let bad = readNotification(v, body, into: &m) { return bad }
             } else if key(k, body, "apns") {
-                guard kind == .object else { bad = wrongType("message.", "apns"); return }
-                bad = readApns(v, body, into: &mm)
+                guard kind == .object else { return wrongType("message.", "apns") }
+                if let bad = readApns(v, body, into: &m) { return bad }
             } else if key(k, body, "fcm_options", "fcmOptions") {
-                guard kind == .object else { bad = wrongType("message.", "fcm_options"); return }
-                bad = checkFcmOptions(v, body, allowImage: false)
+                guard kind == .object else { return wrongType("message.", "fcm_options") }
+                if let bad = checkFcmOptions(v, body, allowImage: false) { return bad }
             } else if key(k, body, "android") || key(k, body, "webpush") {
                 // Not used on the Apple path; only its shape is checked.
-                if kind != .object { bad = .error(.invalidArgument, .wrongType, FCMInlineText(tape.rawBytes(at: k, in: body))) }
+                if kind != .object { return .error(.invalidArgument, .wrongType, FCMInlineText(tape.rawBytes(at: k, in: body))) }
             } else if key(k, body, "name") {
-                if kind != .string { bad = wrongType("message.", "name") }
+                if kind != .string { return wrongType("message.", "name") }
             } else {
-                bad = .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
+                return .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
             }
         }
-        m = mm
-        return bad
+        return nil
     }
 
     private static func sameTarget(_ a: Target, _ b: Target) -> Bool {
@@ -291,91 +286,84 @@ struct FCMEngine {
 
     /// `data`: every value a string; no reserved key (`from`, `message_type`, `google.*`, `gcm.*`).
     private func checkData(_ data: Int, _ body: UnsafeRawBufferPointer) -> FCMResponse? {
-        var bad: FCMResponse?
-        tape.forEachMember(of: data) { k, v in
-            guard bad == nil else { return }
+        var it = members(data)
+        while let (k, v) = next(&it) {
             let raw = tape.rawBytes(at: k, in: body)
             if equals(raw, "from") || equals(raw, "message_type") || hasPrefix(raw, "google.") || hasPrefix(raw, "gcm.")
                 || equals(raw, "google") || equals(raw, "gcm") {
-                bad = .error(.invalidArgument, .reservedDataKey, FCMInlineText(raw)); return
+                return .error(.invalidArgument, .reservedDataKey, FCMInlineText(raw))
             }
-            if tape[v].kind != .string { bad = .error(.invalidArgument, .dataNotString, FCMInlineText(raw)) }
+            if tape[v].kind != .string { return .error(.invalidArgument, .dataNotString, FCMInlineText(raw)) }
         }
-        return bad
+        return nil
     }
 
     private func readNotification(_ n: Int, _ body: UnsafeRawBufferPointer, into m: inout MessageFields) -> FCMResponse? {
-        var bad: FCMResponse?
-        var mm = m
-        tape.forEachMember(of: n) { k, v in
-            guard bad == nil else { return }
+        var it = members(n)
+        while let (k, v) = next(&it) {
             let isString = tape[v].kind == .string
-            if key(k, body, "title") { mm.title = v }
-            else if key(k, body, "body") { mm.body = v }
-            else if key(k, body, "image") { mm.image = v }
+            if key(k, body, "title") { m.title = v }
+            else if key(k, body, "body") { m.body = v }
+            else if key(k, body, "image") { m.image = v }
             else if LegacyKey.notification(tape, k, body) != nil {
-                mm.legacyNotification = true
-                return
+                m.legacyNotification = true
+                continue
             } else {
-                bad = .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body))); return
+                return .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
             }
-            if !isString { bad = wrongType("message.notification.", "title/body/image") }
+            if !isString { return wrongType("message.notification.", "title/body/image") }
         }
-        m = mm
-        return bad
+        return nil
     }
 
     private func readApns(_ a: Int, _ body: UnsafeRawBufferPointer, into m: inout MessageFields) -> FCMResponse? {
-        var bad: FCMResponse?
-        var mm = m
-        tape.forEachMember(of: a) { k, v in
-            guard bad == nil else { return }
+        var it = members(a)
+        while let (k, v) = next(&it) {
             let kind = tape[v].kind
             if key(k, body, "headers") {
-                guard kind == .object else { bad = wrongType("message.apns.", "headers"); return }
-                tape.forEachChild(of: v) { h in
-                    if bad == nil, tape[h].kind != .string { bad = wrongType("message.apns.", "headers (values must be strings)") }
+                guard kind == .object else { return wrongType("message.apns.", "headers") }
+                var hs = members(v)
+                while let (_, h) = next(&hs) {
+                    if tape[h].kind != .string { return wrongType("message.apns.", "headers (values must be strings)") }
                 }
-                mm.apnsHeaders = v
+                m.apnsHeaders = v
             } else if key(k, body, "payload") {
-                guard kind == .object else { bad = wrongType("message.apns.", "payload"); return }
-                mm.apnsPayload = v
+                guard kind == .object else { return wrongType("message.apns.", "payload") }
+                m.apnsPayload = v
                 if let aps = tape.member("aps", of: v, in: body) {
-                    guard tape[aps].kind == .object else { bad = wrongType("message.apns.payload.", "aps"); return }
-                    mm.aps = aps
+                    guard tape[aps].kind == .object else { return wrongType("message.apns.payload.", "aps") }
+                    m.aps = aps
                 }
             } else if key(k, body, "fcm_options", "fcmOptions") {
-                guard kind == .object else { bad = wrongType("message.apns.", "fcm_options"); return }
-                bad = checkFcmOptions(v, body, allowImage: true)
-                if let image = tape.member("image", of: v, in: body) { mm.apnsImage = image }
+                guard kind == .object else { return wrongType("message.apns.", "fcm_options") }
+                if let bad = checkFcmOptions(v, body, allowImage: true) { return bad }
+                if let image = tape.member("image", of: v, in: body) { m.apnsImage = image }
             } else if key(k, body, "live_activity_token", "liveActivityToken") {
-                guard kind == .string else { bad = wrongType("message.apns.", "live_activity_token"); return }
-                mm.liveActivityToken = v
+                guard kind == .string else { return wrongType("message.apns.", "live_activity_token") }
+                m.liveActivityToken = v
             } else {
-                bad = .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
+                return .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
             }
         }
-        m = mm
-        return bad
+        return nil
     }
 
     /// `fcm_options`: `analytics_label` matching `^[a-zA-Z0-9-_.~%]{1,50}$`; `image` (a string) where allowed.
     private func checkFcmOptions(_ o: Int, _ body: UnsafeRawBufferPointer, allowImage: Bool) -> FCMResponse? {
-        var bad: FCMResponse?
-        tape.forEachMember(of: o) { k, v in
-            guard bad == nil else { return }
+        var it = members(o)
+        while let (k, v) = next(&it) {
             if key(k, body, "analytics_label", "analyticsLabel") {
                 let raw = tape.rawBytes(at: v, in: body)
                 if tape[v].kind != .string || tape[v].hasEscapes || raw.count > 50 || !FCMNames.isValidTopic(raw) {
-                    bad = .error(.invalidArgument, .badAnalyticsLabel)
+                    return .error(.invalidArgument, .badAnalyticsLabel)
                 }
             } else if allowImage, key(k, body, "image") {
-                if tape[v].kind != .string { bad = wrongType("message.apns.fcm_options.", "image") }
+                if tape[v].kind != .string { return wrongType("message.apns.fcm_options.", "image") }
             } else {
-                bad = .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
+                return .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
             }
         }
-        return bad
+        return nil
     }
 
     /// Subscribers of topic `name` (bytes).
@@ -404,34 +392,38 @@ struct FCMEngine {
         var first = true
         writeAlert(m, body, &w, &first, &flags)
         if let aps = m.aps {
-            tape.forEachMember(of: aps) { k, v in
-                if tape.stringEquals(at: k, "alert", in: body) || laterSibling(k, in: aps, body) { return }
+            var it = members(aps)
+            while let (k, v) = next(&it) {
+                if tape.stringEquals(at: k, "alert", in: body) || laterSibling(k, in: aps, body) { continue }
                 writeApsMember(k, v, body, &w, &first, &flags)
             }
         }
         if m.legacyNotification, let n = m.notification {
-            tape.forEachMember(of: n) { k, v in
-                guard let legacy = LegacyKey.notification(tape, k, body), !legacy.inAlert else { return }
-                if legacy.apsName == .badge, flags.badge { return }
-                if legacy.apsName == .sound, flags.sound { return }
-                if legacy.apsName == .category, flags.category { return }
-                Self.member(&w, &first, legacy.apsName.bytes, tape.rawBytes(at: v, in: body), quoted: tape[v].kind == .string)
+            var it = members(n)
+            while let (k, v) = next(&it) {
+                guard let legacy = LegacyKey.notification(tape, k, body), !legacy.inAlert else { continue }
+                if legacy.apsName == .badge, flags.badge { continue }
+                if legacy.apsName == .sound, flags.sound { continue }
+                if legacy.apsName == .category, flags.category { continue }
+                Self.member(&w, &first, legacy.apsName.bytes, rawValue(v, body), quoted: false)
                 flags.note(legacy.apsName)
             }
         }
         w.byte(UInt8(ascii: "}"))
         // Custom keys of apns.payload, then data (apns.payload wins a clash), then FCM's own keys.
         if let p = m.apnsPayload {
-            tape.forEachMember(of: p) { k, v in
-                if tape.stringEquals(at: k, "aps", in: body) || laterSibling(k, in: p, body) { return }
+            var it = members(p)
+            while let (k, v) = next(&it) {
+                if tape.stringEquals(at: k, "aps", in: body) || laterSibling(k, in: p, body) { continue }
                 w.byte(UInt8(ascii: ",")); w.quoted(tape.rawBytes(at: k, in: body)); w.byte(UInt8(ascii: ":"))
                 w.bytes(rawValue(v, body))
             }
         }
         if let d = m.data {
-            tape.forEachMember(of: d) { k, v in
-                if laterSibling(k, in: d, body) { return }
-                if let p = m.apnsPayload, tape.member(tape.rawBytes(at: k, in: body), of: p, in: body) != nil { return }
+            var it = members(d)
+            while let (k, v) = next(&it) {
+                if laterSibling(k, in: d, body) { continue }
+                if let p = m.apnsPayload, tape.member(tape.rawBytes(at: k, in: body), of: p, in: body) != nil { continue }
                 w.byte(UInt8(ascii: ",")); w.quoted(tape.rawBytes(at: k, in: body)); w.byte(UInt8(ascii: ":"))
                 w.quoted(tape.rawBytes(at: v, in: body))
             }
@@ -451,7 +443,8 @@ struct FCMEngine {
         var r = GatewayRequest()
         r.method = Self.bytes("POST")
         if let h = m.apnsHeaders {
-            tape.forEachMember(of: h) { k, v in
+            var it = members(h)
+            while let (k, v) = next(&it) {
                 let name = tape.rawBytes(at: k, in: body), value = tape.rawBytes(at: v, in: body)
                 if Self.equalsIgnoringCase(name, "apns-priority") { r.priority = value }
                 else if Self.equalsIgnoringCase(name, "apns-expiration") { r.expiration = value }
@@ -516,38 +509,43 @@ struct FCMEngine {
 
     private func writeAlert(_ m: MessageFields, _ body: UnsafeRawBufferPointer, _ w: inout ByteWriter,
                             _ first: inout Bool, _ flags: inout ApsFlags) {
-        let payloadAlert = m.aps.flatMap { tape.member("alert", of: $0, in: body) }
+        var payloadAlert: Int?
+        if let aps = m.aps { payloadAlert = tape.member("alert", of: aps, in: body) }
         if let a = payloadAlert, tape[a].kind != .object {
             Self.member(&w, &first, Self.bytes("alert"), rawValue(a, body), quoted: false)
             flags.alert = true
             return
         }
-        let hasLegacyAlert = m.legacyNotification && m.notification.map { n in
-            var any = false
-            tape.forEachMember(of: n) { k, _ in if LegacyKey.notification(tape, k, body)?.inAlert == true { any = true } }
-            return any
-        } ?? false
+        var hasLegacyAlert = false
+        if m.legacyNotification, let n = m.notification {
+            var it = members(n)
+            while let (k, _) = next(&it) {
+                if LegacyKey.notification(tape, k, body)?.inAlert == true { hasLegacyAlert = true }
+            }
+        }
         guard payloadAlert != nil || m.title != nil || m.body != nil || hasLegacyAlert else { return }
         if !first { w.byte(UInt8(ascii: ",")) }
         first = false
         w.literal("\"alert\":{")
         var f = true
-        if let t = m.title, payloadAlert.flatMap({ tape.member("title", of: $0, in: body) }) == nil {
+        if let t = m.title, !has(payloadAlert, "title", body) {
             Self.member(&w, &f, Self.bytes("title"), tape.rawBytes(at: t, in: body), quoted: true)
         }
-        if let b = m.body, payloadAlert.flatMap({ tape.member("body", of: $0, in: body) }) == nil {
+        if let b = m.body, !has(payloadAlert, "body", body) {
             Self.member(&w, &f, Self.bytes("body"), tape.rawBytes(at: b, in: body), quoted: true)
         }
         if hasLegacyAlert, let n = m.notification {
-            tape.forEachMember(of: n) { k, v in
-                guard let legacy = LegacyKey.notification(tape, k, body), legacy.inAlert else { return }
-                if let a = payloadAlert, tape.member(legacy.apsName.bytes, of: a, in: body) != nil { return }
+            var it = members(n)
+            while let (k, v) = next(&it) {
+                guard let legacy = LegacyKey.notification(tape, k, body), legacy.inAlert else { continue }
+                if let a = payloadAlert, tape.member(legacy.apsName.bytes, of: a, in: body) != nil { continue }
                 Self.member(&w, &f, legacy.apsName.bytes, rawValue(v, body), quoted: false)
             }
         }
         if let a = payloadAlert {
-            tape.forEachMember(of: a) { k, v in
-                if laterSibling(k, in: a, body) { return }
+            var it = members(a)
+            while let (k, v) = next(&it) {
+                if laterSibling(k, in: a, body) { continue }
                 Self.member(&w, &f, tape.rawBytes(at: k, in: body), rawValue(v, body), quoted: false)
             }
         }
@@ -580,6 +578,31 @@ struct FCMEngine {
         }
         Self.member(&w, &first, name, rawValue(v, body), quoted: false)
         flags.note(aps)
+    }
+
+    /// Whether object `o` (if any) has a member `name`.
+    @inline(__always)
+    private func has(_ o: Int?, _ name: StaticString, _ body: UnsafeRawBufferPointer) -> Bool {
+        guard let o else { return false }
+        return tape.member(name, of: o, in: body) != nil
+    }
+
+    /// A cursor over an object's members (index loops instead of closures, see `validateAndBuild`).
+    struct Members { var index: Int; var left: Int }
+
+    @inline(__always)
+    private func members(_ o: Int) -> Members {
+        Members(index: o + 1, left: tape[o].kind == .object ? tape[o].count : 0)
+    }
+
+    /// The next `(key, value)` indices, or nil at the end.
+    @inline(__always)
+    private func next(_ it: inout Members) -> (Int, Int)? {
+        guard it.left > 0 else { return nil }
+        let k = it.index
+        it.index = tape[k + 1].next
+        it.left -= 1
+        return (k, k + 1)
     }
 
     /// The JSON text of the value at `v` (a string with its quotes).
@@ -648,8 +671,21 @@ struct FCMEngine {
 
     /// `Bearer <token>`: the scheme in any case, one space, a non-empty token without spaces.
     static func isBearer(_ v: UnsafeRawBufferPointer) -> Bool {
-        guard v.count > 7, equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: v[0..<6]), "bearer"), v[6] == 0x20 else { return false }
-        for c in v[7...] where c <= 0x20 || c >= 0x7F { return false }
+        guard v.count > 7, v[6] == 0x20 else { return false }
+        let scheme: StaticString = "bearer"
+        let p = scheme.utf8Start
+        var i = 0
+        while i < 6 {
+            let c = v[i]
+            if ((c >= 0x41 && c <= 0x5A) ? c | 0x20 : c) != p[i] { return false }
+            i += 1
+        }
+        i = 7
+        while i < v.count {
+            let c = v[i]
+            if c <= 0x20 || c >= 0x7F { return false }
+            i += 1
+        }
         return true
     }
 

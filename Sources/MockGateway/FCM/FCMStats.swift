@@ -138,13 +138,16 @@ public final class FCMCounters: Sendable {
         return drained >= Double(b) ? 0 : b - UInt64(drained)
     }
 
-    /// Keeps `push` if fewer than `limit` were kept; `make` runs only then (it allocates).
-    @inline(__always) func capture(limit: Int, _ make: () -> FCMCapturedPush) {
-        guard captureCount.load(ordering: .relaxed) < limit else { return }
-        captureCount.store(captureCount.load(ordering: .relaxed) + 1, ordering: .relaxed)
-        let p = make()
-        captures.withLock { $0.append(p) }
+    /// Whether one more push may be captured (fewer than `limit` so far); reserves its place.
+    @inline(__always) func reserveCapture(limit: Int) -> Bool {
+        let n = captureCount.load(ordering: .relaxed)
+        guard n < limit else { return false }
+        captureCount.store(n + 1, ordering: .relaxed)
+        return true
     }
+
+    /// Keeps a captured push (after ``reserveCapture(limit:)``).
+    func store(_ push: FCMCapturedPush) { captures.withLock { $0.append(push) } }
 
     /// Adds these counters into `stats`, with the fan-out drained up to `now` (monotonic ns).
     public func accumulate(into stats: inout FCMStats, now: UInt64) {
