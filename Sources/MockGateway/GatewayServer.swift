@@ -91,6 +91,13 @@ final class GatewayServer: Sendable {
     static func runUntilSignalled(_ configuration: GatewayConfiguration,
                                   onListening: (String) -> Void) throws(GatewayStartError) -> GatewayStats {
         let signalled = DispatchSemaphore(value: 0)
+        // A parent may have started us with these blocked (the mask survives exec); the loop threads
+        // inherit this thread's mask, and libuv's handler must see the signals.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        sigaddset(&unblock, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         let server = try start(configuration, onSignal: { signalled.signal() })
         let shownHost = server.host.contains(":") ? "[\(server.host)]" : server.host
         onListening("\(shownHost):\(server.port)")
@@ -120,14 +127,14 @@ private func spawnThread(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
 }
 
 /// Per-connection state: the state machine's part plus the timed-GOAWAY timer.
-private final class ConnectionEntry {
+final class ConnectionEntry {
     var state: GatewayConnectionState
     var timer: LoopTimer?
     init(state: GatewayConnectionState) { self.state = state }
 }
 
 /// A response waiting for its latency to pass.
-private struct Delayed {
+struct Delayed {
     var deadline: UInt64
     var sequence: UInt64
     var connection: HTTP2ServerConnection
@@ -141,7 +148,7 @@ private struct Delayed {
 
 /// One event loop of the gateway: the adapter between `HTTP2Server` and ``GatewayStateMachine``.
 /// Loop-confined: created, used and released on its own thread.
-private final class GatewayLoop: HTTP2ServerDelegate {
+final class GatewayLoop: HTTP2ServerDelegate {
     let loop: EventLoop
     var server: HTTP2Server!
     var machine: GatewayStateMachine

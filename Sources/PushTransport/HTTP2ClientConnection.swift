@@ -517,7 +517,11 @@ public final class HTTP2ClientConnection: HTTP2Session {
             scratchNV = .allocate(capacity: scratchNVCapacity)
         }
         scratchNV.update(from: block.template, count: block.count)
-        for (k, i) in block.dynamicIndex.enumerated() {
+        // Index loops, not for-in: unspecialized iterators allocate coroutine frames in debug builds.
+        var k = 0
+        while k < block.dynamicIndex.count {
+            let i = block.dynamicIndex[k]
+            defer { k += 1 }
             let len = s.valueRefs[2 * k + 1]
             if len < 0 {
                 s.active = false

@@ -412,7 +412,11 @@ public final class HTTP2ServerConnection: HTTP2Session {
         let base = s.respStore.base.assumingMemoryBound(to: UInt8.self)
         scratchNV[0] = nghttp2_nv(name: UnsafeMutablePointer(mutating: HTTP2ServerConnection.statusName.utf8Start),
                                   value: base, namelen: 7, valuelen: 3, flags: flags)
-        for (i, r) in s.respRefs.enumerated() {
+        // Index loop, not for-in: unspecialized iterators allocate coroutine frames in debug builds.
+        var i = 0
+        while i < s.respRefs.count {
+            let r = s.respRefs[i]
+            defer { i += 1 }
             scratchNV[i + 1] = nghttp2_nv(name: base + Int(r.nameOffset), value: base + Int(r.valueOffset),
                                           namelen: Int(r.nameLength), valuelen: Int(r.valueLength), flags: flags)
         }

@@ -175,7 +175,8 @@ public class HTTP2Session: ByteTransportOwner {
         iovCount = 0
         lastIovIsStaging = false
         if !deferredReleases.isEmpty {
-            for i in deferredReleases { releaseSlot(i) }
+            var i = 0
+            while i < deferredReleases.count { releaseSlot(deferredReleases[i]); i += 1 }
             deferredReleases.removeAll(keepingCapacity: true)
         }
     }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A growable byte arena that keeps its capacity across reuse (one realloc at a new high-water mark,
 /// none in steady state). Owned by a stream slot; freed by the slot's `deinit`.
 struct ByteStore {
@@ -69,10 +71,14 @@ public struct HTTP2HeaderList {
 
     /// The value of the first field named `name` (lowercase), or nil.
     public func first(named name: StaticString) -> UnsafeRawBufferPointer? {
-        let n = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
-        for i in 0..<refs.count {
-            let f = self[i]
-            if f.name.elementsEqual(n) { return f.value }
+        let n = name.utf8CodeUnitCount
+        var i = 0
+        while i < refs.count {
+            let r = refs[i]
+            if Int(r.nameLength) == n && memcmp(store + Int(r.nameOffset), name.utf8Start, n) == 0 {
+                return UnsafeRawBufferPointer(start: store + Int(r.valueOffset), count: Int(r.valueLength))
+            }
+            i += 1
         }
         return nil
     }
@@ -84,6 +90,6 @@ extension UnsafeRawBufferPointer {
 
     /// Whether the bytes equal `s` (no allocation).
     public func pbEquals(_ s: StaticString) -> Bool {
-        elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+        count == s.utf8CodeUnitCount && (count == 0 || memcmp(baseAddress!, s.utf8Start, count) == 0)
     }
 }

@@ -1,0 +1,173 @@
+import Foundation
+import MockGateway
+
+/// Output of a child process run by a test.
+struct ProcessResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var timedOut: Bool
+}
+
+/// Runs `executable` with `arguments`, killing it after `timeout` seconds (generous: the machine is shared).
+func runProcess(_ executable: String, _ arguments: [String], timeout: Double = 60) throws -> ProcessResult {
+    let p = try startProcess(executable, arguments)
+    return p.finish(timeout: timeout)
+}
+
+/// A started child process with its pipes.
+final class Child: @unchecked Sendable {
+    // @unchecked: used from the test's thread only; the timeout closure only calls terminate().
+    let process = Process()
+    let out = Pipe(), err = Pipe()
+    private let lock = NSLock()
+    private var outData = Data(), errData = Data()
+    private let group = DispatchGroup()
+
+    func start() throws {
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Drain both pipes while the child runs so a chatty child never blocks on a full pipe.
+        group.enter()
+        DispatchQueue.global().async {
+            // read(2) directly: FileHandle.availableData traps on EINTR.
+            let fd = self.out.fileHandleForReading.fileDescriptor
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                self.lock.withLock { self.outData.append(contentsOf: buffer[0..<n]) }
+            }
+            self.group.leave()
+        }
+        group.enter()
+        DispatchQueue.global().async {
+            let fd = self.err.fileHandleForReading.fileDescriptor
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                self.lock.withLock { self.errData.append(contentsOf: buffer[0..<n]) }
+            }
+            self.group.leave()
+        }
+    }
+
+    /// Standard output so far.
+    func peekStdout() -> String { lock.withLock { String(decoding: outData, as: UTF8.self) } }
+
+    func finish(timeout: Double) -> ProcessResult {
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { self.process.waitUntilExit(); done.signal() }
+        var timedOut = false
+        if done.wait(timeout: .now() + timeout) == .timedOut {
+            timedOut = true
+            process.terminate()
+            _ = done.wait(timeout: .now() + 5)
+        }
+        _ = group.wait(timeout: .now() + 5)
+        return lock.withLock {
+            ProcessResult(status: process.isRunning ? -1 : process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                          stderr: String(decoding: errData, as: UTF8.self), timedOut: timedOut)
+        }
+    }
+}
+
+func startProcess(_ executable: String, _ arguments: [String]) throws -> Child {
+    let c = Child()
+    c.process.executableURL = URL(fileURLWithPath: executable)
+    c.process.arguments = arguments
+    try c.start()
+    return c
+}
+
+/// Finds a program on PATH.
+func which(_ name: String) -> String? {
+    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+        let path = "\(dir)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+}
+
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+/// Path of the probe script, written once per test process.
+let probeScript: String = {
+    let path = NSTemporaryDirectory() + "pushbench-h2probe-\(getpid()).py"
+    try! probeSource.write(toFile: path, atomically: true, encoding: .utf8)
+    return path
+}()
+let validToken = String(repeating: "ab", count: 32)
+
+/// One stream as the probe saw it.
+struct ProbeStream {
+    var status: Int?
+    var headers: [(String, String)]
+    var dataFrames: Int
+    var body: String
+    var endedOnHeaders: Bool
+    var reset: Int?
+    func header(_ name: String) -> String? { headers.first { $0.0 == name }?.1 }
+    func headerCount(_ name: String) -> Int { headers.filter { $0.0 == name }.count }
+}
+
+/// What the probe saw on one connection.
+struct ProbeResult {
+    var streams: [ProbeStream] // in stream-id order
+    var goaway: (errorCode: Int, lastStreamID: Int, debug: String)?
+    var settings: [(Int, Int)]
+    var closed: Bool
+    var pending: Int
+}
+
+/// A request for the probe: pseudo-headers first; `path` nil leaves `:path` out.
+func probeRequest(method: String = "POST", path: String = "/3/device/" + validToken, authority: Bool = true,
+                  headers: [(String, String)] = [("apns-topic", "com.example.app")],
+                  body: String = #"{"aps":{"alert":"hi"}}"#) -> [String: Any] {
+    var h: [[String]] = [[":method", method], [":scheme", "http"], [":path", path]]
+    if authority { h.append([":authority", "localhost"]) }
+    for (n, v) in headers { h.append([n, v]) }
+    return ["headers": h, "body": body]
+}
+
+/// Sends `requests` on one connection with the python h2 probe and returns what came back.
+func probe(port: Int, _ requests: [[String: Any]], sequential: Bool = false, linger: Double = 0.3,
+           timeout: Double = 20) throws -> ProbeResult {
+    let spec: [String: Any] = ["requests": requests, "sequential": sequential, "linger": linger, "timeout": timeout]
+    let json = String(decoding: try JSONSerialization.data(withJSONObject: spec), as: UTF8.self)
+    let r = try runProcess(which("python3") ?? "/usr/bin/python3", [probeScript, String(port), json], timeout: timeout + 30)
+    guard r.status == 0, let data = r.stdout.data(using: .utf8),
+          let o = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        throw ProbeError(message: "probe failed (\(r.status)): \(r.stderr)")
+    }
+    let raw = o["streams"] as! [String: [String: Any]]
+    let streams = raw.keys.compactMap(Int.init).sorted().map { id -> ProbeStream in
+        let s = raw[String(id)]!
+        return ProbeStream(status: s["status"] as? Int,
+                           headers: (s["headers"] as! [[String]]).map { ($0[0], $0[1]) },
+                           dataFrames: s["data_frames"] as! Int, body: s["body"] as! String,
+                           endedOnHeaders: s["ended_on_headers"] as! Bool, reset: s["reset"] as? Int)
+    }
+    var goaway: (Int, Int, String)?
+    if let g = o["goaway"] as? [String: Any] {
+        goaway = (g["error_code"] as! Int, g["last_stream_id"] as! Int, g["debug"] as! String)
+    }
+    return ProbeResult(streams: streams, goaway: goaway,
+                       settings: (o["settings"] as! [[Int]]).map { ($0[0], $0[1]) },
+                       closed: o["closed"] as! Bool, pending: (o["pending"] as! [Any]).count)
+}
+
+struct ProbeError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// Starts an embedded gateway with `flags`, runs `body`, stops it (also when `body` throws).
+func withGateway<R>(_ flags: [String] = [], _ body: (EmbeddedGateway) throws -> R) throws -> R {
+    let gateway = try EmbeddedGateway.start(try GatewayConfiguration.parse(flags))
+    defer { gateway.stop() }
+    return try body(gateway)
+}
