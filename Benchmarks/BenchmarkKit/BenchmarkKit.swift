@@ -23,6 +23,15 @@ public func monotonicNanoseconds() -> UInt64 {
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
 
+/// CPU time of the calling thread, in ns. On a machine shared with other work it leaves out the
+/// time this thread was preempted, which wall time would count.
+@inline(__always)
+public func threadCPUNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
 /// One benchmark's figures.
 public struct BenchmarkResult: Sendable {
     /// The benchmark's name.
@@ -31,10 +40,12 @@ public struct BenchmarkResult: Sendable {
     public var iterations: Int
     /// Timed rounds.
     public var rounds: Int
-    /// Median over the rounds of the time per operation, in ns.
+    /// Median over the rounds of the thread CPU time per operation, in ns.
     public var nsPerOp: Double
-    /// Fastest round's time per operation, in ns.
+    /// Fastest round's thread CPU time per operation, in ns.
     public var nsPerOpMin: Double
+    /// Median over the rounds of the wall-clock time per operation, in ns.
+    public var wallNsPerOp: Double
     /// Allocations per operation (the lowest round: style.md §3).
     public var allocsPerOp: Double
     /// Bytes allocated per operation (same round as `allocsPerOp`).
@@ -50,38 +61,62 @@ public enum Benchmark {
     /// about `roundNanoseconds`, warms up with one round, then times `rounds` rounds.
     public static func run(_ name: String, rounds: Int = 5, roundNanoseconds: UInt64 = 20_000_000,
                            maxIterations: Int = 50_000_000, _ body: (Int) -> Void) -> BenchmarkResult {
-        // Calibrate (doubles as warm-up: the first calls pay for metadata and lazy setup).
-        var n = 1
-        while true {
-            let t0 = monotonicNanoseconds()
-            body(n)
-            let dt = monotonicNanoseconds() - t0
-            if dt >= roundNanoseconds / 4 || n >= maxIterations {
-                let scaled = Double(n) * Double(roundNanoseconds) / Double(max(dt, 1))
-                n = max(1, min(maxIterations, Int(scaled)))
-                break
-            }
-            n *= 2
+        withoutActuallyEscaping(body) { body in
+            runInterleaved([(name, body)], rounds: rounds, roundNanoseconds: roundNanoseconds, maxIterations: maxIterations)[0]
         }
-        body(n)  // warm-up round at the final size
-        var times: [Double] = []
-        var allocs = Double.infinity
-        var bytes = Double.infinity
+    }
+
+    /// Measures several benchmarks with their rounds interleaved (round 1 of each, then round 2 of
+    /// each, …), so a change in machine load hits all of them alike and their ratios stay fair.
+    public static func runInterleaved(_ cases: [(name: String, body: (Int) -> Void)], rounds: Int = 5,
+                                      roundNanoseconds: UInt64 = 20_000_000,
+                                      maxIterations: Int = 50_000_000) -> [BenchmarkResult] {
+        // Calibrate each (doubles as warm-up: the first calls pay for metadata and lazy setup).
+        var sizes: [Int] = []
+        for c in cases {
+            var n = 1
+            while true {
+                let t0 = threadCPUNanoseconds()
+                c.body(n)
+                let dt = threadCPUNanoseconds() - t0
+                if dt >= roundNanoseconds / 4 || n >= maxIterations {
+                    let scaled = Double(n) * Double(roundNanoseconds) / Double(max(dt, 1))
+                    n = max(1, min(maxIterations, Int(scaled)))
+                    break
+                }
+                n *= 2
+            }
+            c.body(n)  // warm-up round at the final size
+            sizes.append(n)
+        }
+        var times = [[Double]](repeating: [], count: cases.count)
+        var walls = [[Double]](repeating: [], count: cases.count)
+        var allocs = [Double](repeating: .infinity, count: cases.count)
+        var bytes = [Double](repeating: .infinity, count: cases.count)
         for _ in 0..<max(1, rounds) {
-            pb_alloc_reset()
-            let t0 = monotonicNanoseconds()
-            body(n)
-            let dt = monotonicNanoseconds() - t0
-            let a = Double(pb_alloc_count()) / Double(n)
-            if a < allocs {
-                allocs = a
-                bytes = Double(pb_alloc_bytes()) / Double(n)
+            for (i, c) in cases.enumerated() {
+                let n = sizes[i]
+                pb_alloc_reset()
+                let w0 = monotonicNanoseconds()
+                let t0 = threadCPUNanoseconds()
+                c.body(n)
+                let dt = threadCPUNanoseconds() - t0
+                let w = monotonicNanoseconds() - w0
+                let a = Double(pb_alloc_count()) / Double(n)
+                if a < allocs[i] {
+                    allocs[i] = a
+                    bytes[i] = Double(pb_alloc_bytes()) / Double(n)
+                }
+                times[i].append(Double(dt) / Double(n))
+                walls[i].append(Double(w) / Double(n))
             }
-            times.append(Double(dt) / Double(n))
         }
-        times.sort()
-        return BenchmarkResult(name: name, iterations: n, rounds: times.count, nsPerOp: times[times.count / 2],
-                               nsPerOpMin: times[0], allocsPerOp: allocs, allocatedBytesPerOp: bytes)
+        return cases.indices.map { i in
+            let t = times[i].sorted(), w = walls[i].sorted()
+            return BenchmarkResult(name: cases[i].name, iterations: sizes[i], rounds: t.count, nsPerOp: t[t.count / 2],
+                                   nsPerOpMin: t[0], wallNsPerOp: w[w.count / 2],
+                                   allocsPerOp: allocs[i], allocatedBytesPerOp: bytes[i])
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 // `pushbench-benchmarks encoders`: every encoder variant on the default payload and a 4 KiB one
 // (APNs, and the FCM HTTP v1 body), a table with ratios to foundation, results JSON, and the
-// allocation budget gate (Benchmarks/Thresholds/encoders.json).
+// allocation budget gate (Benchmarks/Thresholds/encoders.json). ns/msg is the median over rounds
+// of thread CPU time (BenchmarkKit), so other work on a shared machine inflates it less.
 
 import BenchmarkKit
 import Foundation
@@ -86,6 +87,82 @@ private func paddedTemplate(_ base: String, to size: Int, options: TemplateOptio
     return try PayloadTemplate(text: String(base.dropLast()) + ",\"filler\":\"{{pad:\(n)}}\"}", options: options)
 }
 
+/// What a typical provider writes for the default payload: a Codable struct with static keys.
+/// Measured beside the `foundation` variant (which resolves a generic template tree) to show the
+/// baseline is not slowed by its genericity.
+private struct ProviderPayload: Encodable {
+    struct APS: Encodable {
+        struct Alert: Encodable { var title: String; var body: String }
+        var alert: Alert
+        var badge: Int
+    }
+    var aps: APS
+    var customKey: String
+    var message_id: String
+}
+
+/// The reference loop: fill the provider struct and encode it with JSONEncoder (`sorted`: the
+/// options the foundation variant uses, so the bytes match; else JSONEncoder's defaults).
+private final class StructRunner {
+    let sorted = JSONEncoder()
+    let plain = JSONEncoder()
+    let slot: UnsafeMutableRawBufferPointer
+    var rng = PushRandom(seed: 7)
+
+    init(slot: UnsafeMutableRawBufferPointer) {
+        self.slot = slot
+        sorted.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    }
+
+    func payload(_ id: PushUUID) -> ProviderPayload {
+        ProviderPayload(aps: .init(alert: .init(title: "Portugal vs. Denmark", body: "great match!"), badge: 1),
+                        customKey: "customValue", message_id: id.description)
+    }
+
+    func run(_ n: Int, sortedKeys: Bool) {
+        let encoder = sortedKeys ? sorted : plain
+        var total = 0
+        for _ in 0..<n {
+            let data = try! encoder.encode(payload(rng.uuid()))
+            data.copyBytes(to: slot.bindMemory(to: UInt8.self), count: data.count)
+            total &+= data.count
+        }
+        blackHole(total)
+    }
+}
+
+/// The measured loop for one encoder: builds request k's context (seq, token, message id from the
+/// PRNG) and encodes it into the slot. State lives in locals inside `run`, so the loop pays no
+/// exclusivity checks on captured variables.
+private final class EncoderRunner {
+    let encoder: any PayloadEncoder
+    let tokens: DeviceTokens
+    let slot: UnsafeMutableRawBufferPointer
+    var rng = PushRandom(seed: 7)
+    var seq: UInt64 = 0
+
+    init(_ encoder: any PayloadEncoder, _ tokens: DeviceTokens, _ slot: UnsafeMutableRawBufferPointer) {
+        self.encoder = encoder
+        self.tokens = tokens
+        self.slot = slot
+    }
+
+    func run(_ n: Int) {
+        var rng = self.rng
+        var seq = self.seq
+        var total = 0
+        let encoder = self.encoder, tokens = self.tokens, slot = self.slot
+        for _ in 0..<n {
+            seq &+= 1
+            let ctx = RequestContext(seq: seq, token: tokens.token(Int(seq & 1023)), messageID: rng.uuid())
+            total &+= encoder.encode(ctx, into: slot) ?? 0
+        }
+        self.rng = rng
+        self.seq = seq
+        blackHole(total)
+    }
+}
+
 func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
     guard let options = parseEncoderBenchOptions(arguments) else { return arguments.contains("--help") || arguments.contains("-h") ? 0 : 2 }
 
@@ -119,24 +196,23 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
 
     var results: [String: [String: BenchmarkResult]] = [:]
     var sizes: [String: Int] = [:]
+    var referenceResults: [String: BenchmarkResult] = [:]
+    let structRunner = StructRunner(slot: slot)
     for p in payloads {
-        for variant in options.variants {
-            let encoder = makePayloadEncoder(variant, template: p.template)
-            var rng = PushRandom(seed: 7)
-            var seq: UInt64 = 0
-            var total = 0
-            let r = Benchmark.run("\(variant.rawValue)/\(p.name)", rounds: options.rounds,
-                                  roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000) { n in
-                for _ in 0..<n {
-                    seq &+= 1
-                    let ctx = RequestContext(seq: seq, token: tokens.token(Int(seq & 1023)), messageID: rng.uuid())
-                    total &+= encoder.encode(ctx, into: slot) ?? 0
-                }
-                blackHole(total)
-            }
-            // One more encode to record the size (every variant writes the same bytes).
-            sizes[p.name] = encoder.encode(RequestContext(seq: 1, token: tokens.token(1), messageID: rng.uuid()), into: slot)
-            results[variant.rawValue, default: [:]][p.name] = r
+        // The variants of one payload are measured with interleaved rounds (fair ratios under load).
+        let runners = options.variants.map { EncoderRunner(makePayloadEncoder($0, template: p.template), tokens, slot) }
+        var cases: [(name: String, body: (Int) -> Void)] = runners.map { r in ("\(r.encoder.variant.rawValue)/\(p.name)", { n in r.run(n) }) }
+        if p.name == "default" && options.variants.contains(.foundation) {
+            cases.append(("codable-struct/default", { n in structRunner.run(n, sortedKeys: true) }))
+            cases.append(("codable-struct-unsorted/default", { n in structRunner.run(n, sortedKeys: false) }))
+        }
+        let measured = Benchmark.runInterleaved(cases, rounds: options.rounds,
+                                                roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000)
+        for r in measured.dropFirst(runners.count) { referenceResults[r.name] = r }
+        for (runner, r) in zip(runners, measured) {
+            results[runner.encoder.variant.rawValue, default: [:]][p.name] = r
+            // Every variant writes the same bytes; record the size once.
+            sizes[p.name] = runner.encoder.encode(RequestContext(seq: 1, token: tokens.token(1), messageID: PushUUID(high: 1, low: 2)), into: slot)
         }
     }
 
@@ -160,6 +236,7 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
             var entry: [String: Any] = [
                 "ns_per_msg": (r.nsPerOp * 10).rounded() / 10,
                 "ns_per_msg_min": (r.nsPerOpMin * 10).rounded() / 10,
+                "wall_ns_per_msg": (r.wallNsPerOp * 10).rounded() / 10,
                 "allocs_per_msg": (r.allocsPerOp * 1000).rounded() / 1000,
                 "alloc_bytes_per_msg": (r.allocatedBytesPerOp * 10).rounded() / 10,
                 "bytes_per_msg": sizes[p.name] ?? 0,
@@ -172,6 +249,56 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
         }
         json[variant.rawValue] = perPayload
     }
+
+    // Reference: a hand-declared Codable struct for the default payload (measured interleaved with
+    // the variants above): sorted keys (same bytes as every variant) and JSONEncoder's defaults.
+    var reference: [String: Any] = [:]
+    if let r = referenceResults["codable-struct/default"], let u = referenceResults["codable-struct-unsorted/default"] {
+        let check = PushUUID(high: 5, low: 6)
+        let structBytes = try? structRunner.sorted.encode(structRunner.payload(check))
+        let variantBytes = makePayloadEncoder(.foundation, template: PayloadTemplate.defaultAPNs()).encode(RequestContext(seq: 1, messageID: check), into: slot)
+            .map { Array(UnsafeRawBufferPointer(rebasing: slot[0..<$0])) }
+        let same = structBytes.map { Array($0) } == variantBytes
+        let f = results["foundation"]?["default"]
+        let z = results["zerocopy"]?["default"]
+        print("reference (default payload): Codable struct + JSONEncoder(sorted keys) \(fmt(r.nsPerOp, 1)) ns/msg, \(fmt(r.allocsPerOp, 2)) allocs/msg"
+              + (same ? " (same bytes)" : " (BYTES DIFFER)") + "; default options \(fmt(u.nsPerOp, 1)) ns/msg, \(fmt(u.allocsPerOp, 2)) allocs/msg")
+        if let f { print("           foundation variant = \(fmt(f.nsPerOp / r.nsPerOp, 2))x the struct's time") }
+        if let z { print("           zerocopy vs struct: \(fmt(r.nsPerOp / z.nsPerOp, 1))x faster; vs struct with default options: \(fmt(u.nsPerOp / z.nsPerOp, 1))x") }
+        reference = ["ns_per_msg": (r.nsPerOp * 10).rounded() / 10, "allocs_per_msg": (r.allocsPerOp * 1000).rounded() / 1000,
+                     "same_bytes": same, "unsorted_keys_ns_per_msg": (u.nsPerOp * 10).rounded() / 10,
+                     "unsorted_keys_allocs_per_msg": (u.allocsPerOp * 1000).rounded() / 1000]
+    }
+
+    // The JSON parser on the same payloads (what the mock gateway pays per request).
+    var parser: [String: Any] = [:]
+    print("")
+    print(pad("parser", 24) + pad("payload", 13) + lpad("bytes", 6) + lpad("ns/msg", 11) + lpad("allocs/msg", 12) + lpad("MB/s", 9))
+    for p in payloads {
+        let zero = ZeroCopyEncoder(template: p.template)
+        let n = zero.encode(RequestContext(seq: 1, token: tokens.token(1), messageID: PushUUID(high: 1, low: 2)), into: slot) ?? 0
+        let body = UnsafeRawBufferPointer(rebasing: slot[0..<n])
+        var tape = JSONTape(capacity: 256)
+        let runs: [(String, (Int) -> Void)] = [
+            ("JSON.validate", { k in for _ in 0..<k { blackHole(JSON.validate(body)) } }),
+            ("JSONTape.parse", { k in for _ in 0..<k { blackHole(tape.parse(body)) } }),
+        ]
+        var entry: [String: Any] = [:]
+        for (name, body) in runs {
+            let r = Benchmark.run("\(name)/\(p.name)", rounds: options.rounds,
+                                  roundNanoseconds: UInt64(options.roundMilliseconds) * 1_000_000, body)
+            print(pad(name, 24) + pad(p.name, 13) + lpad("\(n)", 6) + lpad(fmt(r.nsPerOp, 1), 11)
+                  + lpad(fmt(r.allocsPerOp, 2), 12) + lpad(fmt(Double(n) / r.nsPerOp * 1000, 0), 9))
+            entry[name == "JSON.validate" ? "validate" : "tape"] = [
+                "ns_per_msg": (r.nsPerOp * 10).rounded() / 10,
+                "allocs_per_msg": (r.allocsPerOp * 1000).rounded() / 1000,
+                "bytes_per_msg": n,
+            ]
+            measured["json_parser.\(name == "JSON.validate" ? "validate" : "tape").\(p.name).allocs_per_msg"] = r.allocsPerOp
+        }
+        parser[p.name] = entry
+    }
+    print("")
 
     // Targets of issue 3 (reported, not gated: times depend on the machine).
     var targets: [String: Any] = [:]
@@ -217,6 +344,8 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
         "tool": "pushbench-benchmarks",
         "machine": ["cpu": cpu, "cores": ProcessInfo.processInfo.activeProcessorCount],
         "encoders": json,
+        "json_parser": parser,
+        "reference_codable_struct_default": reference,
         "targets": targets,
         "budget_violations": violations,
     ]

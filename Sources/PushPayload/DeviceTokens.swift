@@ -16,28 +16,47 @@ public struct TokenFileError: Error, Equatable, Sendable, CustomStringConvertibl
     public var description: String { line > 0 ? "\(file):\(line): \(reason)" : "\(file): \(reason)" }
 }
 
-/// A list of device tokens as lowercase hex text, stored contiguously. Immutable after creation.
+/// A list of device tokens as lowercase hex text, stored contiguously, each right after the APNs
+/// path prefix `/3/device/`, so both the token and the whole `:path` value are ready-made bytes
+/// (an nghttp2 header can point at them with NO_COPY). Immutable after creation.
 ///
 ///     let tokens = try DeviceTokens(path: "tokens.txt")      // or DeviceTokens(synthetic: 10_000, seed: 1)
-///     tokens.withToken(k % tokens.count) { hex in … }      // 64 bytes of lowercase hex
+///     tokens.token(k % tokens.count)                         // 64 bytes of lowercase hex
+///     tokens.apnsPath(k % tokens.count)                      // "/3/device/<token>"
 public final class DeviceTokens: @unchecked Sendable {
     // @unchecked: storage is written only in init and freed in deinit.
     private let storage: UnsafeMutableRawBufferPointer
-    private let offsets: UnsafeMutableBufferPointer<Int>  // count + 1 entries
+    private let offsets: UnsafeMutableBufferPointer<Int>  // count + 1 entries: where each path starts (and the end)
+
+    /// The `:path` prefix stored before every token.
+    public static let apnsPathPrefix: StaticString = "/3/device/"
+    static let prefixLength = 10
 
     /// Number of tokens.
     public let count: Int
     /// Length of the longest token in bytes (for template size checks).
     public let maxLength: Int
 
+    /// `hex` holds the tokens back to back; `list[i]..<list[i+1]` is token i.
     private init(hex: [UInt8], offsets list: [Int]) {
-        storage = .allocate(byteCount: max(hex.count, 1), alignment: 16)
-        storage.copyBytes(from: hex)
-        offsets = .allocate(capacity: list.count)
-        _ = offsets.initialize(from: list)
         count = list.count - 1
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(hex.count + count * DeviceTokens.prefixLength)
+        var starts: [Int] = []
+        starts.reserveCapacity(list.count)
+        let prefix = UnsafeRawBufferPointer(start: DeviceTokens.apnsPathPrefix.utf8Start, count: DeviceTokens.prefixLength)
         var m = 0
-        for i in 0..<count { m = max(m, list[i + 1] - list[i]) }
+        for i in 0..<count {
+            starts.append(bytes.count)
+            bytes.append(contentsOf: prefix)
+            bytes.append(contentsOf: hex[list[i]..<list[i + 1]])
+            m = max(m, list[i + 1] - list[i])
+        }
+        starts.append(bytes.count)
+        storage = .allocate(byteCount: max(bytes.count, 1), alignment: 16)
+        storage.copyBytes(from: bytes)
+        offsets = .allocate(capacity: starts.count)
+        _ = offsets.initialize(from: starts)
         maxLength = m
     }
 
@@ -49,6 +68,14 @@ public final class DeviceTokens: @unchecked Sendable {
     /// The bytes of token `index` (valid as long as this object lives). Allocates nothing.
     @inline(__always)
     public func token(_ index: Int) -> UnsafeRawBufferPointer {
+        precondition(index >= 0 && index < count, "token index \(index) out of 0..<\(count)")
+        return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[(offsets[index] + DeviceTokens.prefixLength)..<offsets[index + 1]])
+    }
+
+    /// The APNs `:path` of token `index`, `/3/device/<token>` (valid as long as this object lives).
+    /// Allocates nothing.
+    @inline(__always)
+    public func apnsPath(_ index: Int) -> UnsafeRawBufferPointer {
         precondition(index >= 0 && index < count, "token index \(index) out of 0..<\(count)")
         return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(storage)[offsets[index]..<offsets[index + 1]])
     }

@@ -8,6 +8,7 @@ import Foundation
 
 /// Which encoder (`--encoder`).
 public enum EncoderVariant: String, Sendable, CaseIterable {
+    /// JSONEncoder baseline; hand-written encoder plus a copy; compiled template written in place.
     case foundation, copy, zerocopy
 
     /// True when the bytes are written straight into the send slot, so the transport can send the
@@ -41,15 +42,21 @@ public func makePayloadEncoder(_ variant: EncoderVariant, template: PayloadTempl
 
 /// The zerocopy variant: one pass over the compiled template, static runs by memcpy, slots written
 /// in place. No intermediate buffer and no allocation.
-public final class ZeroCopyEncoder: PayloadEncoder {
+public final class ZeroCopyEncoder: PayloadEncoder, Sendable {
+    /// The compiled template.
     public let template: PayloadTemplate
+    /// `.zerocopy`.
     public var variant: EncoderVariant { .zerocopy }
 
     /// An encoder for `template`.
     public init(template: PayloadTemplate) { self.template = template }
 
+    /// Writes the payload straight into `slot`; `nil` when it does not fit. Allocates nothing.
     @inline(__always)
     public func encode(_ request: RequestContext, into slot: UnsafeMutableRawBufferPointer) -> Int? {
+        if let bound = template.lengthBound, bound <= slot.count, let base = slot.baseAddress {
+            return template.write(request, to: base)
+        }
         guard template.encodedLength(request) <= slot.count, let base = slot.baseAddress else {
             return template.encodedLength(request) == 0 ? 0 : nil
         }
@@ -61,7 +68,9 @@ public final class ZeroCopyEncoder: PayloadEncoder {
 /// reusable scratch buffer (what a hand-written provider encoder does), then copies it into `slot`.
 /// Not thread-safe: one encoder per loop thread.
 public final class CopyEncoder: PayloadEncoder {
+    /// The compiled template (its tree is walked per request).
     public let template: PayloadTemplate
+    /// `.copy`.
     public var variant: EncoderVariant { .copy }
     // A growable scratch buffer, reused across requests: it grows (rarely) but never shrinks.
     private var buf: UnsafeMutableRawPointer
@@ -87,6 +96,7 @@ public final class CopyEncoder: PayloadEncoder {
         return UnsafeRawBufferPointer(start: buf, count: length)
     }
 
+    /// Encodes into the scratch buffer, then copies into `slot`; `nil` when it does not fit.
     public func encode(_ request: RequestContext, into slot: UnsafeMutableRawBufferPointer) -> Int? {
         let bytes = encodeToScratch(request)
         guard bytes.count <= slot.count else { return nil }
@@ -122,17 +132,11 @@ public final class CopyEncoder: PayloadEncoder {
         bytes(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
-    /// Escapes byte by byte, the way a straightforward hand-written encoder does.
+    /// Escapes every string on every request (the static parts too): what a hand-written encoder
+    /// without a compiled template does.
     private func escaped(_ src: UnsafeRawBufferPointer) {
         reserve(6 * src.count)
-        for c in src {
-            if !JSONWriting.needsEscape(c) {
-                buf.storeBytes(of: c, toByteOffset: length, as: UInt8.self)
-                length += 1
-            } else {
-                withUnsafeBytes(of: c) { length += JSONWriting.writeEscaped($0, to: buf + length) }
-            }
-        }
+        length += JSONWriting.writeEscaped(src, to: buf + length)
     }
 
     private func decimal(_ v: Int64) {
@@ -206,7 +210,9 @@ public final class CopyEncoder: PayloadEncoder {
 /// (Strings, Ints, nested containers: the struct a provider would fill) and encode them with
 /// JSONEncoder (`.sortedKeys`, `.withoutEscapingSlashes`), then copy the Data into `slot`.
 public final class FoundationEncoder: PayloadEncoder {
+    /// The compiled template (its tree is resolved per request).
     public let template: PayloadTemplate
+    /// `.foundation`.
     public var variant: EncoderVariant { .foundation }
     private let encoder: JSONEncoder
 
@@ -225,6 +231,7 @@ public final class FoundationEncoder: PayloadEncoder {
         return try! encoder.encode(value)
     }
 
+    /// Encodes with JSONEncoder, then copies the Data into `slot`; `nil` when it does not fit.
     public func encode(_ request: RequestContext, into slot: UnsafeMutableRawBufferPointer) -> Int? {
         let data = encodeData(request)
         guard data.count <= slot.count else { return nil }
@@ -318,3 +325,7 @@ enum FoundationValue: Encodable {
         }
     }
 }
+
+// Encoders with per-request state are confined to one thread (one per driver loop).
+@available(*, unavailable) extension CopyEncoder: Sendable {}
+@available(*, unavailable) extension FoundationEncoder: Sendable {}

@@ -528,7 +528,12 @@ struct JSONCore<Sink: JSONSink> {
         let start = i
         var escapes = false
         while true {
-            // Fast path: plain printable ASCII.
+            // Fast path: plain printable ASCII, 8 bytes at a time, then byte by byte.
+            while i + 8 <= n {
+                let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+                if w & 0x8080_8080_8080_8080 != 0 || JSONWriting.wordNeedsEscape(w) { break }
+                i += 8
+            }
             while i < n {
                 let c = p[i]
                 if c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80 { break }

@@ -4,6 +4,7 @@
 
 /// `apns-push-type` values (push-protocols.md §1.3, §2.5).
 public enum APNsPushType: String, Sendable, CaseIterable {
+    /// The push types APNs knows.
     case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets
 
     /// The suffix the `apns-topic` carries for this push type (after the bundle id).
@@ -71,16 +72,27 @@ public struct APNsHeaders: Sendable, Equatable {
 
 /// The `alert` dictionary (push-protocols.md §2.2).
 public struct Alert: Sendable, Equatable {
+    /// `title`.
     public var title: String?
+    /// `subtitle`.
     public var subtitle: String?
+    /// `body`.
     public var body: String?
+    /// `launch-image`.
     public var launchImage: String?
+    /// `title-loc-key`.
     public var titleLocKey: String?
+    /// `title-loc-args`.
     public var titleLocArgs: [String]?
+    /// `subtitle-loc-key`.
     public var subtitleLocKey: String?
+    /// `subtitle-loc-args`.
     public var subtitleLocArgs: [String]?
+    /// `loc-key` (localized body).
     public var locKey: String?
+    /// `loc-args`.
     public var locArgs: [String]?
+    /// `action-loc-key` (older key).
     public var actionLocKey: String?
 
     /// An alert; every key is optional.
@@ -104,32 +116,47 @@ public struct Alert: Sendable, Equatable {
 
 /// `alert`: a plain body string or a dictionary.
 public enum AlertContent: Sendable, Equatable {
+    /// A plain string: the body text.
     case text(String)
+    /// The alert dictionary.
     case dictionary(Alert)
 }
 
 /// `sound`: a file name (or "default"), or the critical-alert dictionary (§2.3).
 public enum Sound: Sendable, Equatable {
+    /// A sound file name, or "default".
     case named(String)
+    /// `{"critical": 1, "name": …, "volume": …}`.
     case critical(name: String, volume: Double?, critical: Bool)
 }
 
 /// `interruption-level` values.
 public enum InterruptionLevel: String, Sendable {
+    /// `passive`, `active`, `time-sensitive`, `critical`.
     case passive, active, timeSensitive = "time-sensitive", critical
 }
 
 /// The `aps` dictionary (push-protocols.md §2.1).
 public struct APS: Sendable, Equatable {
+    /// `alert`.
     public var alert: AlertContent?
+    /// `badge` (0 clears it).
     public var badge: Int?
+    /// `sound`.
     public var sound: Sound?
+    /// `thread-id`.
     public var threadID: String?
+    /// `category`.
     public var category: String?
+    /// `content-available: 1` when true.
     public var contentAvailable: Bool
+    /// `mutable-content: 1` when true.
     public var mutableContent: Bool
+    /// `target-content-id`.
     public var targetContentID: String?
+    /// `interruption-level`.
     public var interruptionLevel: InterruptionLevel?
+    /// `relevance-score` (0…1).
     public var relevanceScore: Double?
 
     /// An `aps` dictionary; absent keys are not written.
@@ -152,9 +179,13 @@ public struct APS: Sendable, Equatable {
 
 /// A custom value beside `aps`.
 public enum CustomValue: Sendable, Equatable {
+    /// A string (may hold placeholders such as `{{message_id}}`).
     case string(String)
+    /// An integer.
     case int(Int64)
+    /// A floating-point number.
     case double(Double)
+    /// true or false.
     case bool(Bool)
     /// A bare placeholder value, e.g. `.placeholder("seq")` → `{{seq}}`.
     case placeholder(String)
@@ -166,9 +197,11 @@ public enum CustomValue: Sendable, Equatable {
 ///     n.aps.badge = 3
 ///     let template = try PayloadTemplate(text: n.templateJSON())
 public struct PushNotification: Sendable, Equatable {
+    /// The `aps` dictionary.
     public var aps: APS
     /// Custom top-level keys, in order. String values may hold placeholders (`"{{message_id}}"`).
     public var custom: [(key: String, value: CustomValue)]
+    /// The APNs request headers.
     public var headers: APNsHeaders
 
     /// A notification.
@@ -178,6 +211,7 @@ public struct PushNotification: Sendable, Equatable {
         self.headers = headers
     }
 
+    /// Equal when aps, custom keys (in order) and headers are equal.
     public static func == (a: PushNotification, b: PushNotification) -> Bool {
         a.aps == b.aps && a.headers == b.headers && a.custom.elementsEqual(b.custom) { $0.key == $1.key && $0.value == $1.value }
     }

@@ -93,6 +93,10 @@ public final class PayloadTemplate: @unchecked Sendable {
     public var staticLength: Int { staticBytes.count }
     /// The largest output under the options the template was loaded with.
     public let maxLength: Int
+    /// The largest output for any request when the template has no variable-length string slot
+    /// (`{{token}}`, `{{text}}`), else nil. When the slot is at least this big, the zerocopy
+    /// encoder skips the length pass.
+    public let lengthBound: Int?
 
     /// The bytes of the default APNs template: Apple's and Firebase's example plus a message id.
     public static let defaultAPNsText = PushNotification.example.templateJSON()
@@ -158,6 +162,8 @@ public final class PayloadTemplate: @unchecked Sendable {
             }
         }
         maxLength = worst
+        lengthBound = slotList.contains { $0 == .token || $0 == .text } ? nil
+            : out.count + slotList.reduce(0) { $0 + ($1.isNumber ? 20 : PushUUID.textLength) }
         if let limit = options.limit, worst > limit, !options.allowOversize {
             let (line, column) = compiled.largestPadPosition ?? (1, 1)
             throw TemplateError(file: file, line: line, column: column, reason:

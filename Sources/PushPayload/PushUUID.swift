@@ -32,23 +32,37 @@ public struct PushUUID: Hashable, Sendable, CustomStringConvertible {
         return PushUUID(random: a, b)
     }
 
-    /// Writes the 36-byte lowercase canonical form at `dst`.
+    /// Writes the 36-byte lowercase canonical form at `dst`. Branch-free (SWAR nibble spreading):
+    /// this runs once per request for `apns-id` and `{{message_id}}`.
     @inline(__always) public func write(to dst: UnsafeMutableRawPointer) {
-        let d = dst.assumingMemoryBound(to: UInt8.self)
-        @inline(__always) func hex(_ v: UInt64) -> UInt8 {
-            let x = UInt8(truncatingIfNeeded: v & 0xF)
-            return x < 10 ? 0x30 + x : 0x57 + x
-        }
-        // high: digits 0-7 '-' 8-11 '-' 12-15; low: 16-19 '-' 20-31
-        var o = 0
-        for k in 0..<16 {
-            if k == 8 || k == 12 { d[o] = 0x2D; o += 1 }
-            d[o] = hex(high >> UInt64(60 - 4 * k)); o += 1
-        }
-        for k in 0..<16 {
-            if k == 0 || k == 4 { d[o] = 0x2D; o += 1 }
-            d[o] = hex(low >> UInt64(60 - 4 * k)); o += 1
-        }
+        let a = PushUUID.hex8(UInt32(truncatingIfNeeded: high >> 32))
+        let b = PushUUID.hex8(UInt32(truncatingIfNeeded: high))
+        let c = PushUUID.hex8(UInt32(truncatingIfNeeded: low >> 32))
+        let d = PushUUID.hex8(UInt32(truncatingIfNeeded: low))
+        let dash = UInt8(ascii: "-")
+        dst.storeBytes(of: a, toByteOffset: 0, as: UInt64.self)
+        dst.storeBytes(of: dash, toByteOffset: 8, as: UInt8.self)
+        dst.storeBytes(of: UInt32(truncatingIfNeeded: b), toByteOffset: 9, as: UInt32.self)
+        dst.storeBytes(of: dash, toByteOffset: 13, as: UInt8.self)
+        dst.storeBytes(of: UInt32(truncatingIfNeeded: b >> 32), toByteOffset: 14, as: UInt32.self)
+        dst.storeBytes(of: dash, toByteOffset: 18, as: UInt8.self)
+        dst.storeBytes(of: UInt32(truncatingIfNeeded: c), toByteOffset: 19, as: UInt32.self)
+        dst.storeBytes(of: dash, toByteOffset: 23, as: UInt8.self)
+        dst.storeBytes(of: UInt32(truncatingIfNeeded: c >> 32), toByteOffset: 24, as: UInt32.self)
+        dst.storeBytes(of: d, toByteOffset: 28, as: UInt64.self)
+    }
+
+    /// Eight lowercase hex digits of `v`, most significant first in memory order. (`write` splits
+    /// these words with little-endian truncation: Linux on x86-64 and arm64.)
+    @inline(__always) static func hex8(_ v: UInt32) -> UInt64 {
+        var x = UInt64(v)
+        x = ((x & 0xFFFF_0000) << 16) | (x & 0xFFFF)
+        x = ((x & 0x0000_FF00_0000_FF00) << 8) | (x & 0x0000_00FF_0000_00FF)
+        x = ((x & 0x00F0_00F0_00F0_00F0) << 4) | (x & 0x000F_000F_000F_000F)
+        // Each byte now holds one nibble; add '0', plus 'a'-'0'-10 where the nibble is >= 10.
+        let letters = ((x &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        x = x &+ 0x3030_3030_3030_3030 &+ letters &* 0x27
+        return x.bigEndian  // most significant digit at the lowest address
     }
 
     /// The canonical text (allocates; not for the hot path).

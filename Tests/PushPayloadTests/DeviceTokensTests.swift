@@ -19,6 +19,8 @@ import Testing
         #expect(t[1] == b.lowercased())
         #expect(t.maxLength == 64)
         #expect(t.token(1).count == 64)
+        #expect(String(decoding: t.apnsPath(1), as: UTF8.self) == "/3/device/" + b.lowercased())
+        #expect(minAllocations { _ = t.apnsPath(0).count } == 0)
         // Variable-length tokens are accepted (Apple says the length may change).
         #expect(try parse("abcd\n" + a).maxLength == 64)
     }

@@ -190,4 +190,37 @@ func randomTemplate(_ rng: inout PushRandom, depth: Int = 0) -> String {
             }
         }
     }
+
+    @Test func fcmZerocopyAndLimitCheckAllocateNothing() {
+        let t = PayloadTemplate.defaultFCM()
+        let zero = ZeroCopyEncoder(template: t)
+        let tokens = DeviceTokens(synthetic: 8, seed: 5)
+        var slot = [UInt8](repeating: 0, count: 4096)
+        var rng = PushRandom(seed: 2)
+        slot.withUnsafeMutableBytes { s in
+            var k: UInt64 = 0
+            #expect(minAllocations {
+                k += 1
+                let ctx = RequestContext(seq: k, token: tokens.token(Int(k % 8)), messageID: rng.uuid())
+                if !t.wouldExceed(PayloadLimits.fcm(topic: false), ctx) { _ = zero.encode(ctx, into: s) }
+            } == 0)
+        }
+        let out = slot.withUnsafeMutableBytes { s in zero.encode(RequestContext(seq: 1, token: tokens.token(0), messageID: PushUUID(high: 1, low: 2)), into: s)! }
+        let text = String(decoding: slot[0..<out], as: UTF8.self)
+        #expect(text.hasPrefix(#"{"message":{"apns":{"payload":{"aps":{"badge":1}}},"data":{"customKey":"customValue","message_id":"00000000-0000-0001-0000-000000000002"},"notification":{"body":"great match!","title":"Portugal vs. Denmark"},"token":""#))
+        #expect(text.contains(tokens[0]))
+    }
+
+    @Test func everyVariantRefusesASlotThatIsTooSmall() {
+        let t = PayloadTemplate.defaultAPNs()
+        let ctx = RequestContext(seq: 1, messageID: PushUUID(high: 3, low: 4))
+        let exact = t.encodedLength(ctx)
+        for e in allEncoders(t) {
+            var small = [UInt8](repeating: 0xAB, count: exact - 1)
+            #expect(small.withUnsafeMutableBytes { e.encode(ctx, into: $0) } == nil, "\(e.variant)")
+            var fits = [UInt8](repeating: 0xAB, count: exact)
+            #expect(fits.withUnsafeMutableBytes { e.encode(ctx, into: $0) } == exact, "\(e.variant)")
+        }
+        #expect(ZeroCopyEncoder(template: t).encode(ctx, into: UnsafeMutableRawBufferPointer(start: nil, count: 0)) == nil)
+    }
 }

@@ -47,6 +47,29 @@ import Testing
         }
     }
 
+    @Test func findsEveryCharacterClassAtEveryPositionOfLongStrings() {
+        // The string scanner reads 8 bytes at a time: put each kind of byte at each offset.
+        for length in [8, 9, 15, 16, 17, 31] {
+            for position in 0..<length {
+                func doc(_ insert: [UInt8]) -> [UInt8] {
+                    var body = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    body.replaceSubrange(position...position, with: insert)
+                    return [0x22] + body + [0x22]
+                }
+                let control = JSON.validate(doc([0x07]))
+                #expect(control?.code == .controlCharacterInString && control?.offset == position + 1)
+                #expect(JSON.validate(doc(Array("é".utf8))) == nil)
+                #expect(JSON.validate(doc(Array("\\n".utf8))) == nil)
+                #expect(JSON.validate(doc([0xFF]))?.code == .invalidUTF8)
+                var tape = JSONTape()
+                let quoted = doc(Array("\\\"".utf8))
+                #expect(tape.parse(quoted) == nil)
+                #expect(quoted.withUnsafeBytes { tape.string(at: 0, in: $0) }?.count == length)
+                #expect(JSON.validate(doc([0x22]))?.code == .trailingData)
+            }
+        }
+    }
+
     @Test func rejectsInvalidUTF8() {
         let bad: [[UInt8]] = [
             [0x22, 0xFF, 0x22], [0x22, 0xC0, 0xAF, 0x22], [0x22, 0xE0, 0x80, 0xAF, 0x22],

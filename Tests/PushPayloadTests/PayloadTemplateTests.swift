@@ -26,6 +26,8 @@ import Testing
         // Keys come out sorted (the canonical order every encoder shares).
         #expect(out == #"{"aps":{"alert":{"body":"great match!","title":"Portugal vs. Denmark"},"badge":1},"customKey":"customValue","message_id":"123e4567-e89b-42d3-a456-426614174000"}"#)
         #expect(t.placeholders == [.messageID])
+        #expect(t.lengthBound == 160 && t.staticLength == 124)
+        #expect(PayloadTemplate.defaultFCM().lengthBound == nil)  // {{token}} has no fixed bound
         #expect(t.encodedLength(RequestContext(seq: 1, messageID: uuid)) == out.utf8.count)
     }
 
