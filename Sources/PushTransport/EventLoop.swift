@@ -113,7 +113,8 @@ public final class EventLoop {
         uv_stop(uvLoop)
     }
 
-    /// Closes every handle still open, runs their close callbacks and releases the loop.
+    /// Closes the loop's own handles and releases the loop (its memory is kept if objects created on it
+    /// are still open, so their later close stays safe).
     ///
     /// Idempotent; also done by `deinit`. Objects created on this loop must not be used afterwards.
     public func close() {
@@ -122,24 +123,18 @@ public final class EventLoop {
         uv_prepare_stop(prepare)
         uv_check_stop(check)
         dirty.removeAll()
-        uv_walk(uvLoop, { h, _ in
-            guard let h else { return }
-            if uv_is_closing(h) == 0 {
-                // Our own handles free their memory in their close callbacks; this only catches leftovers.
-                if h.pointee.type == UV_TCP || h.pointee.type == UV_TIMER || h.pointee.type == UV_POLL
-                    || h.pointee.type == UV_SIGNAL {
-                    PendingClose.closeForeign(h)
-                }
-            }
-        }, nil)
         uv_close(pb_async_as_handle(handle.async)) { h in h?.deallocate() }
         uv_close(pb_prepare_as_handle(prepare)) { h in h?.deallocate() }
         uv_close(pb_check_as_handle(check)) { h in h?.deallocate() }
-        uv_run(uvLoop, UV_RUN_DEFAULT)
-        uv_loop_close(uvLoop)
-        uvLoop.deallocate()
-        readBuffer.deallocate()
+        uv_run(uvLoop, UV_RUN_NOWAIT)
+        uv_run(uvLoop, UV_RUN_NOWAIT)
         closed = true
+        // Objects still open on this loop (a server, a connection, a timer) close their handles when
+        // they go away; the loop memory must outlive them, so it is leaked rather than freed under them.
+        if uv_loop_close(uvLoop) == 0 {
+            uvLoop.deallocate()
+            readBuffer.deallocate()
+        }
     }
 
     /// Queues a session for the end-of-turn flush (idempotent per turn).
@@ -169,15 +164,6 @@ public final class EventLoop {
 }
 
 @available(*, unavailable) extension EventLoop: Sendable {}
-
-/// Handles closed by `EventLoop.close()` that their owners left open.
-enum PendingClose {
-    static func closeForeign(_ h: UnsafeMutablePointer<uv_handle_t>) {
-        // Owners store themselves in `data`; by the time the loop is closed they must be gone.
-        // Closing without a callback leaks the handle memory, which is acceptable at loop teardown.
-        uv_close(h, nil)
-    }
-}
 
 /// A `Sendable` reference to an `EventLoop`: stop it, or run a closure on its thread.
 ///
