@@ -58,7 +58,7 @@ public struct FCMCapturedPush: Equatable, Sendable {
     public var headers: [(String, String)]
     /// The APNs payload (JSON text).
     public var payload: String
-    /// Order of capture within its event loop (loop index in the high bits).
+    /// When the request arrived (monotonic ns): the order of capture across event loops.
     public var order: UInt64
 
     public static func == (l: Self, r: Self) -> Bool {
@@ -95,6 +95,7 @@ public final class FCMCounters: Sendable {
     nonisolated(unsafe) private let slots: UnsafeMutablePointer<Atomic<UInt64>>
     private let captures = Mutex<[FCMCapturedPush]>([])
     private let captureCount = Atomic<Int>(0)
+    private let captureLimit = Atomic<Int>(0)
 
     /// Zeroed counters.
     public init() {
@@ -143,6 +144,7 @@ public final class FCMCounters: Sendable {
         let n = captureCount.load(ordering: .relaxed)
         guard n < limit else { return false }
         captureCount.store(n + 1, ordering: .relaxed)
+        captureLimit.store(limit, ordering: .relaxed)
         return true
     }
 
@@ -169,7 +171,12 @@ public final class FCMCounters: Sendable {
         let u = value(Self.codeBase + Self.unauthenticatedCode), nf = value(Self.codeBase + Self.notFoundCode)
         if u > 0 { stats.byCode["UNAUTHENTICATED", default: 0] += u }
         if nf > 0 { stats.byCode["NOT_FOUND", default: 0] += nf }
-        stats.captured += captures.withLock { $0 }
+        let mine = captures.withLock { $0 }
+        if !mine.isEmpty {
+            // Each loop keeps its first N; across loops the first N by arrival time are kept.
+            stats.captured = Array((stats.captured + mine).sorted { $0.order < $1.order }
+                .prefix(max(captureLimit.load(ordering: .relaxed), 1)))
+        }
     }
 
     /// The monotonic clock in ns (the clock the transport stamps requests with).
