@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import PushPayload
 
 /// The FCM HTTP v1 send API as plain logic, one per event loop (not thread-safe): validates
@@ -116,10 +119,11 @@ struct FCMEngine {
         // Index loops rather than closures: a closure capturing locals costs heap boxes in debug builds.
         var it = members(root)
         while let (k, v) = next(&it) {
-            if key(k, body, "message") {
+            let ke = tape[k]
+            if key(k, ke, body, "message") {
                 guard tape[v].kind == .object else { return .error(.invalidArgument, .wrongType, FCMInlineText("message")) }
                 message = v
-            } else if key(k, body, "validate_only", "validateOnly") {
+            } else if key(k, ke, body, "validate_only", "validateOnly") {
                 guard let b = tape.bool(at: v) else { return .error(.invalidArgument, .wrongType, FCMInlineText("validate_only")) }
                 validateOnly = b
             } else {
@@ -213,50 +217,55 @@ struct FCMEngine {
     }
 
     @inline(__always)
-    private func key(_ k: Int, _ body: UnsafeRawBufferPointer, _ a: StaticString) -> Bool {
-        tape.stringEquals(at: k, a, in: body)
+    private func key(_ k: Int, _ e: JSONTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString) -> Bool {
+        // Most keys are unescaped: compare lengths, then bytes, without calling into the tape.
+        if e.hasEscapes { return tape.stringEquals(at: k, a, in: body) }
+        let n = a.utf8CodeUnitCount
+        return e.end - e.start == n && memcmp(body.baseAddress! + e.start, a.utf8Start, n) == 0
     }
 
     @inline(__always)
-    private func key(_ k: Int, _ body: UnsafeRawBufferPointer, _ a: StaticString, _ b: StaticString) -> Bool {
-        tape.stringEquals(at: k, a, in: body) || tape.stringEquals(at: k, b, in: body)
+    private func key(_ k: Int, _ e: JSONTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString,
+                     _ b: StaticString) -> Bool {
+        key(k, e, body, a) || key(k, e, body, b)
     }
 
     /// Reads `message` into `m`; returns the error for the first problem found.
     private func readMessage(_ message: Int, _ body: UnsafeRawBufferPointer, into m: inout MessageFields) -> FCMResponse? {
         var it = members(message)
         while let (k, v) = next(&it) {
+            let ke = tape[k]
             let kind = tape[v].kind
             var target = Target.none
             var targetName: StaticString = ""
-            if key(k, body, "token") { target = .token(v); targetName = "token" }
-            else if key(k, body, "topic") { target = .topic(v); targetName = "topic" }
-            else if key(k, body, "condition") { target = .condition(v); targetName = "condition" }
-            else if key(k, body, "fid") { target = .fid(v); targetName = "fid" }
+            if key(k, ke, body, "token") { target = .token(v); targetName = "token" }
+            else if key(k, ke, body, "topic") { target = .topic(v); targetName = "topic" }
+            else if key(k, ke, body, "condition") { target = .condition(v); targetName = "condition" }
+            else if key(k, ke, body, "fid") { target = .fid(v); targetName = "fid" }
             if target != .none {
                 guard kind == .string else { return wrongType("message.", targetName) }
                 if !Self.sameTarget(m.target, target) && m.target != .none {
                     return .error(.invalidArgument, .twoTargets, FCMInlineText(static: targetName))
                 }
                 m.target = target
-            } else if key(k, body, "data") {
+            } else if key(k, ke, body, "data") {
                 guard kind == .object else { return wrongType("message.", "data") }
                 if let bad = checkData(v, body) { return bad }
                 m.data = v
-            } else if key(k, body, "notification") {
+            } else if key(k, ke, body, "notification") {
                 guard kind == .object else { return wrongType("message.", "notification") }
                 m.notification = v
                 if let bad = readNotification(v, body, into: &m) { return bad }
-            } else if key(k, body, "apns") {
+            } else if key(k, ke, body, "apns") {
                 guard kind == .object else { return wrongType("message.", "apns") }
                 if let bad = readApns(v, body, into: &m) { return bad }
-            } else if key(k, body, "fcm_options", "fcmOptions") {
+            } else if key(k, ke, body, "fcm_options", "fcmOptions") {
                 guard kind == .object else { return wrongType("message.", "fcm_options") }
                 if let bad = checkFcmOptions(v, body, allowImage: false) { return bad }
-            } else if key(k, body, "android") || key(k, body, "webpush") {
+            } else if key(k, ke, body, "android") || key(k, ke, body, "webpush") {
                 // Not used on the Apple path; only its shape is checked.
                 if kind != .object { return .error(.invalidArgument, .wrongType, FCMInlineText(tape.rawBytes(at: k, in: body))) }
-            } else if key(k, body, "name") {
+            } else if key(k, ke, body, "name") {
                 if kind != .string { return wrongType("message.", "name") }
             } else {
                 return .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
@@ -301,10 +310,11 @@ struct FCMEngine {
     private func readNotification(_ n: Int, _ body: UnsafeRawBufferPointer, into m: inout MessageFields) -> FCMResponse? {
         var it = members(n)
         while let (k, v) = next(&it) {
+            let ke = tape[k]
             let isString = tape[v].kind == .string
-            if key(k, body, "title") { m.title = v }
-            else if key(k, body, "body") { m.body = v }
-            else if key(k, body, "image") { m.image = v }
+            if key(k, ke, body, "title") { m.title = v }
+            else if key(k, ke, body, "body") { m.body = v }
+            else if key(k, ke, body, "image") { m.image = v }
             else if LegacyKey.notification(tape, k, body) != nil {
                 m.legacyNotification = true
                 continue
@@ -319,26 +329,27 @@ struct FCMEngine {
     private func readApns(_ a: Int, _ body: UnsafeRawBufferPointer, into m: inout MessageFields) -> FCMResponse? {
         var it = members(a)
         while let (k, v) = next(&it) {
+            let ke = tape[k]
             let kind = tape[v].kind
-            if key(k, body, "headers") {
+            if key(k, ke, body, "headers") {
                 guard kind == .object else { return wrongType("message.apns.", "headers") }
                 var hs = members(v)
                 while let (_, h) = next(&hs) {
                     if tape[h].kind != .string { return wrongType("message.apns.", "headers (values must be strings)") }
                 }
                 m.apnsHeaders = v
-            } else if key(k, body, "payload") {
+            } else if key(k, ke, body, "payload") {
                 guard kind == .object else { return wrongType("message.apns.", "payload") }
                 m.apnsPayload = v
                 if let aps = tape.member("aps", of: v, in: body) {
                     guard tape[aps].kind == .object else { return wrongType("message.apns.payload.", "aps") }
                     m.aps = aps
                 }
-            } else if key(k, body, "fcm_options", "fcmOptions") {
+            } else if key(k, ke, body, "fcm_options", "fcmOptions") {
                 guard kind == .object else { return wrongType("message.apns.", "fcm_options") }
                 if let bad = checkFcmOptions(v, body, allowImage: true) { return bad }
                 if let image = tape.member("image", of: v, in: body) { m.apnsImage = image }
-            } else if key(k, body, "live_activity_token", "liveActivityToken") {
+            } else if key(k, ke, body, "live_activity_token", "liveActivityToken") {
                 guard kind == .string else { return wrongType("message.apns.", "live_activity_token") }
                 m.liveActivityToken = v
             } else {
@@ -352,12 +363,13 @@ struct FCMEngine {
     private func checkFcmOptions(_ o: Int, _ body: UnsafeRawBufferPointer, allowImage: Bool) -> FCMResponse? {
         var it = members(o)
         while let (k, v) = next(&it) {
-            if key(k, body, "analytics_label", "analyticsLabel") {
+            let ke = tape[k]
+            if key(k, ke, body, "analytics_label", "analyticsLabel") {
                 let raw = tape.rawBytes(at: v, in: body)
                 if tape[v].kind != .string || tape[v].hasEscapes || raw.count > 50 || !FCMNames.isValidTopic(raw) {
                     return .error(.invalidArgument, .badAnalyticsLabel)
                 }
-            } else if allowImage, key(k, body, "image") {
+            } else if allowImage, key(k, ke, body, "image") {
                 if tape[v].kind != .string { return wrongType("message.apns.fcm_options.", "image") }
             } else {
                 return .error(.invalidArgument, .unknownField, FCMInlineText(tape.rawBytes(at: k, in: body)))
