@@ -25,18 +25,30 @@ func mix(_ x: UInt64) -> UInt64 {
     return z ^ (z >> 31)
 }
 
-/// A stable 64-bit hash of a device token, case-insensitive (FNV-1a, then a mixing step).
+/// A stable 64-bit hash of a device token, case-insensitive for hex tokens.
 ///
 /// The unregistered tokens are chosen by this hash alone, so they are the same in every run and
-/// a sender can predict them with ``GatewayConfiguration/isUnregistered(token:)``.
+/// a sender can predict them with ``GatewayConfiguration/isUnregistered(token:)``. Eight bytes per
+/// step: OR-ing 0x20 into every byte lower-cases A–F and leaves digits as they are.
 @inline(__always)
 public func tokenHash(_ token: UnsafeRawBufferPointer) -> UInt64 {
-    var h: UInt64 = 0xCBF2_9CE4_8422_2325
-    for c in token {
-        let lower = (c >= 0x41 && c <= 0x5A) ? c | 0x20 : c
-        h = (h ^ UInt64(lower)) &* 0x0000_0100_0000_01B3
+    var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(token.count)
+    var i = 0
+    let n = token.count
+    while i + 8 <= n {
+        let w = token.loadUnaligned(fromByteOffset: i, as: UInt64.self) | 0x2020_2020_2020_2020
+        h = (h ^ w) &* 0x9E37_79B9_7F4A_7C15
+        h ^= h >> 29
+        i += 8
     }
-    return mix(h)
+    var tail: UInt64 = 0
+    var shift: UInt64 = 0
+    while i < n {
+        tail |= UInt64(token[i] | 0x20) << shift
+        shift += 8
+        i += 1
+    }
+    return mix(h ^ tail)
 }
 
 /// How long the gateway waits before answering.

@@ -90,6 +90,44 @@ func hexValue(_ c: UInt8) -> UInt8? {
     }
 }
 
+/// The 8 lower-case hex digits of `x`, most significant first, as the bytes of a little-endian word.
+@inline(__always)
+func hex8(_ x: UInt32) -> UInt64 {
+    var v = UInt64(x)
+    // Spread the nibbles into bytes, most significant nibble in the lowest byte.
+    v = ((v & 0xFFFF_0000) >> 16) | ((v & 0x0000_FFFF) << 32)
+    v = ((v & 0x0000_FF00_0000_FF00) >> 8) | ((v & 0x0000_00FF_0000_00FF) << 16)
+    v = ((v & 0x00F0_00F0_00F0_00F0) >> 4) | ((v & 0x000F_000F_000F_000F) << 8)
+    // '0'...'9' for 0...9, 'a'...'f' for 10...15: +0x30, and +0x27 more where the nibble is above 9.
+    let above9 = ((v &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+    return v &+ 0x3030_3030_3030_3030 &+ above9 &* 0x27
+}
+
+/// Whether every byte of `bytes` is a hex digit (either case), 8 bytes per step.
+@inline(__always)
+func isHex(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    let n = bytes.count
+    var i = 0
+    var ok: UInt64 = 0x8080_8080_8080_8080
+    var high: UInt64 = 0
+    while i + 8 <= n {
+        let x = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        high |= x
+        // Per byte (7-bit, so no carry crosses bytes): high bit set when lo <= byte <= hi.
+        let digit = (x &+ 0x5050_5050_5050_5050) & ~(x &+ 0x4646_4646_4646_4646)
+        let y = x | 0x2020_2020_2020_2020
+        let letter = (y &+ 0x1F1F_1F1F_1F1F_1F1F) & ~(y &+ 0x1919_1919_1919_1919)
+        ok &= digit | letter
+        i += 8
+    }
+    guard high & 0x8080_8080_8080_8080 == 0, ok & 0x8080_8080_8080_8080 == 0x8080_8080_8080_8080 else { return false }
+    while i < n {
+        if hexValue(bytes[i]) == nil { return false }
+        i += 1
+    }
+    return true
+}
+
 /// An `apns-id`: a UUID in its 36-character text form, stored inline (no allocation).
 public struct APNsID: Equatable, Sendable, CustomStringConvertible {
     private var storage: (UInt64, UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0, 0)
@@ -113,20 +151,24 @@ public struct APNsID: Equatable, Sendable, CustomStringConvertible {
 
     /// A random (version 4) UUID in lower case from two random words.
     public init(random a: UInt64, _ b: UInt64) {
-        let hex: StaticString = "0123456789abcdef"
-        let digits = hex.utf8Start
         // Version 4 and variant 10xx bits, as RFC 9562 asks.
         let hi = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let lo = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        @inline(__always) func hex4(_ x: UInt64) -> UInt32 {
+            UInt32(truncatingIfNeeded: hex8(UInt32(truncatingIfNeeded: x & 0xFFFF)) >> 32)
+        }
         withUnsafeMutableBytes(of: &storage) { out in
-            var o = 0
-            for nibble in 0..<32 {
-                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 { out[o] = 0x2D; o += 1 }
-                let word = nibble < 16 ? hi : lo
-                let shift = UInt64(60 - 4 * (nibble & 15))
-                out[o] = digits[Int((word >> shift) & 0xF)]
-                o += 1
-            }
+            // 8-4-4-4-12, written as whole words of hex digits (unaligned stores).
+            out.storeBytes(of: hex8(UInt32(truncatingIfNeeded: hi >> 32)), toByteOffset: 0, as: UInt64.self)
+            out.storeBytes(of: 0x2D, toByteOffset: 8, as: UInt8.self)
+            out.storeBytes(of: hex4(hi >> 16), toByteOffset: 9, as: UInt32.self)
+            out.storeBytes(of: 0x2D, toByteOffset: 13, as: UInt8.self)
+            out.storeBytes(of: hex4(hi), toByteOffset: 14, as: UInt32.self)
+            out.storeBytes(of: 0x2D, toByteOffset: 18, as: UInt8.self)
+            out.storeBytes(of: hex4(lo >> 48), toByteOffset: 19, as: UInt32.self)
+            out.storeBytes(of: 0x2D, toByteOffset: 23, as: UInt8.self)
+            out.storeBytes(of: hex4(lo >> 32), toByteOffset: 24, as: UInt32.self)
+            out.storeBytes(of: hex8(UInt32(truncatingIfNeeded: lo)), toByteOffset: 28, as: UInt64.self)
         }
     }
 

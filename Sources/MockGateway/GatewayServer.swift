@@ -157,7 +157,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
     /// Min-heap of delayed responses (preallocated; grows only past the largest backlog seen).
     private var heap: [Delayed] = []
     private var sequence: UInt64 = 0
-    private var delayTimer: PreciseTimer?
+    var delayTimer: PreciseTimer?
     private var armedDeadline: UInt64 = 0
     /// `{"reason":"…"}` for every reason, built once: error bodies and GOAWAY debug data are borrowed.
     private let reasonBodies: UnsafeMutableRawBufferPointer
@@ -406,7 +406,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
         }
     }
 
-    private func delayTimerFired() {
+    func delayTimerFired() {
         let now = loop.now
         while let top = heap.first, top.deadline <= now {
             let last = heap.removeLast()
@@ -435,3 +435,51 @@ final class GatewayLoop: HTTP2ServerDelegate {
 }
 
 @available(*, unavailable) extension GatewayLoop: Sendable {}
+
+/// The gateway on an event loop the caller owns and runs (single-thread tools, benchmarks, tests).
+/// Loop-confined like everything on an `EventLoop`; `EmbeddedGateway` is the usual way to run one.
+///
+/// ```swift
+/// let loop = try EventLoop()
+/// let gateway = try GatewayLoopHandler(loop: loop, configuration: GatewayConfiguration())
+/// let port = try gateway.listen(host: "127.0.0.1", port: 0)
+/// loop.run()
+/// ```
+public final class GatewayLoopHandler {
+    private let gateway: GatewayLoop
+    private let server: HTTP2Server
+    /// This loop's counters.
+    public let counters: GatewayCounters
+
+    /// A gateway on `loop` with `configuration`'s behaviours (its host, port and thread count are not used).
+    public init(loop: EventLoop, configuration: GatewayConfiguration, counters: GatewayCounters = GatewayCounters()) throws {
+        self.counters = counters
+        gateway = GatewayLoop(loop: loop, machine: GatewayStateMachine(configuration: configuration, counters: counters),
+                              allCounters: [counters])
+        var serverConfig = HTTP2ServerConfiguration()
+        serverConfig.maxConcurrentStreams = Int(configuration.maxConcurrentStreams)
+        server = HTTP2Server(loop: loop, configuration: serverConfig, delegate: gateway)
+        gateway.server = server
+        gateway.delayTimer = try PreciseTimer(loop: loop) { [unowned gateway] _ in gateway.delayTimerFired() }
+    }
+
+    /// Listens on `host:port` (0 picks a free port); returns the port.
+    public func listen(host: String, port: Int) throws -> Int { try server.listen(host: host, port: port) }
+
+    /// Connections open now.
+    public var connectionsOpen: Int { server.connectionsOpen }
+
+    /// This loop's numbers.
+    public func stats() -> GatewayStats { GatewayStats(summing: [counters]) }
+
+    /// Graceful shutdown: GOAWAY, the streams in flight finish; `done` runs when every connection closed.
+    public func shutdownGracefully(_ done: (() -> Void)? = nil) { server.shutdownGracefully(done) }
+
+    /// Closes the listener and every connection now.
+    public func close() {
+        server.close()
+        gateway.delayTimer = nil
+    }
+}
+
+@available(*, unavailable) extension GatewayLoopHandler: Sendable {}

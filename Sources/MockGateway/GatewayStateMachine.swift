@@ -259,9 +259,8 @@ public struct GatewayStateMachine {
             guard let path = request.path, hasPrefix(path, "/3/device/") else { return .badPath }
             let token = UnsafeRawBufferPointer(rebasing: path[10...])
             if token.isEmpty { return .missingDeviceToken }
-            guard configuration.tokenLength.contains(token.count), token.count & 1 == 0 else { return .badDeviceToken }
-            for c in token where hexValue(c) == nil { return .badDeviceToken }
-            if configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
+            guard configuration.tokenLength.contains(token.count), token.count & 1 == 0, isHex(token) else { return .badDeviceToken }
+            if configuration.unregisteredFraction > 0, configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
         }
         let body = request.body
         if body.isEmpty { return .payloadEmpty }

@@ -37,7 +37,9 @@ protocol ByteTransport: AnyObject {
 
 /// TCP over libuv. The transport keeps itself alive (one retain) from init until its close callback.
 final class TCPTransport: ByteTransport {
-    weak var owner: ByteTransportOwner?
+    // unowned(unsafe): no weak side table on the session (which would put every retain of it on the
+    // slow path); the session clears this before it goes away, and callbacks after close never use it.
+    unowned(unsafe) var owner: ByteTransportOwner?
     let loop: EventLoop
     let block: UnsafeMutablePointer<pb_tcp_block>
     private(set) var bytesIn: UInt64 = 0

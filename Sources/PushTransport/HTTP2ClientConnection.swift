@@ -477,10 +477,11 @@ public final class HTTP2ClientConnection: HTTP2Session {
                        : code == 0 ? .reset(errorCode: 0) : .reset(errorCode: code))
         }
         nghttp2_session_set_stream_user_data(session, streamID, nil)
-        releaseWhenWritten(s.index)
+        releaseWhenWritten(UnsafeMutableRawPointer(bitPattern: Int(s.index) + 1)!)
     }
 
-    override func releaseSlot(_ index: Int32) {
+    override func releaseSlot(_ slot: UnsafeMutableRawPointer) {
+        let index = Int32(Int(bitPattern: slot) - 1)
         let s = slots[Int(index)]
         if !s.active { return }
         s.active = false

@@ -75,59 +75,66 @@ extension HTTP2ServerDelegate {
     public func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, streamDidClose streamID: Int32, errorCode: UInt32) {}
 }
 
-/// Per-stream preallocated state of the server: request headers and body, response headers and body.
-final class ServerSlot {
-    let index: Int32
-    let cursor: UnsafeMutablePointer<BodyCursor>
+/// Per-stream preallocated state of the server, in manually allocated memory at a stable address:
+/// the address is the nghttp2 stream user data, so callbacks reach it without a lookup, a retain or an
+/// exclusivity check. The body cursor is the first thing nghttp2's data source points at.
+struct ServerSlot {
+    var cursor = BodyCursor(base: nil, count: 0, sent: 0)
     var reqStore = ByteStore(capacity: 512)
-    var reqRefs: [HeaderRef] = []
+    var reqRefs = HeaderRefList(capacity: 16)
     /// (offset, length) of :method, :path, :authority, :scheme in reqStore.
     var pseudo: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
     var reqBody = ByteStore(capacity: 256)
     var respStore = ByteStore(capacity: 128)
-    var respRefs: [HeaderRef] = []
+    var respRefs = HeaderRefList(capacity: 8)
     var respBody = ByteStore(capacity: 128)
     var active = false
     var responded = false
     var streamID: Int32 = 0
 
-    init(index: Int32) {
-        self.index = index
-        cursor = .allocate(capacity: 1)
-        cursor.initialize(to: BodyCursor(base: nil, count: 0, sent: 0))
-        reqRefs.reserveCapacity(16)
-        respRefs.reserveCapacity(8)
+    static func make() -> UnsafeMutablePointer<ServerSlot> {
+        let p = UnsafeMutablePointer<ServerSlot>.allocate(capacity: 1)
+        p.initialize(to: ServerSlot())
+        return p
     }
 
-    deinit {
-        cursor.deallocate()
-        reqStore.free()
-        reqBody.free()
-        respStore.free()
-        respBody.free()
+    static func destroy(_ p: UnsafeMutablePointer<ServerSlot>) {
+        p.pointee.reqStore.free()
+        p.pointee.reqRefs.free()
+        p.pointee.reqBody.free()
+        p.pointee.respStore.free()
+        p.pointee.respRefs.free()
+        p.pointee.respBody.free()
+        p.deinitialize(count: 1)
+        p.deallocate()
     }
 
-    func reset() {
+    mutating func reset() {
         reqStore.count = 0
-        reqRefs.removeAll(keepingCapacity: true)
+        reqRefs.count = 0
         pseudo = (0, 0, 0, 0, 0, 0, 0, 0)
         reqBody.count = 0
         respStore.count = 0
-        respRefs.removeAll(keepingCapacity: true)
+        respRefs.count = 0
         respBody.count = 0
         responded = false
+    }
+
+    static let cursorOffset = MemoryLayout<ServerSlot>.offset(of: \ServerSlot.cursor)!
+    @inline(__always) static func cursor(_ p: UnsafeMutablePointer<ServerSlot>) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(p) + cursorOffset
     }
 }
 
 /// Adds response header fields inside `HTTP2ServerConnection.respond` (copied into the stream's storage).
 public struct HTTP2ResponseHeaders: ~Copyable {
-    let slot: ServerSlot
+    let slot: UnsafeMutablePointer<ServerSlot>
 
     /// Adds a field (name must be lowercase).
     public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        let no = slot.respStore.append(name.baseAddress, name.count)
-        let vo = slot.respStore.append(value.baseAddress, value.count)
-        slot.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(name.count),
+        let no = slot.pointee.respStore.append(name.baseAddress, name.count)
+        let vo = slot.pointee.respStore.append(value.baseAddress, value.count)
+        slot.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(name.count),
                                        valueOffset: Int32(vo), valueLength: Int32(value.count)))
     }
 
@@ -159,17 +166,22 @@ public final class HTTP2ServerConnection: HTTP2Session {
     public var server: HTTP2Server? { detached ? nil : owner }
     /// A number unique within the server (1, 2, …).
     public let id: UInt64
-    private var slots: [ServerSlot] = []
-    private var freeSlots: [Int32] = []
+    private var slots: [UnsafeMutablePointer<ServerSlot>] = []
+    private var freeSlots: [UnsafeMutablePointer<ServerSlot>] = []
+    /// The slot of the HEADERS block being received (saves a stream lookup per header field).
+    private var headerSlot: UnsafeMutablePointer<ServerSlot>?
+    private var headerStreamID: Int32 = 0
     private var scratchNV: UnsafeMutablePointer<nghttp2_nv>
     private var scratchNVCapacity = 32
     /// Requests received and not yet closed.
     public private(set) var openStreams = 0
+    private let maxRequestBodySize: Int
     private var peerSettingsSeen = false
 
     init(server: HTTP2Server, id: UInt64, transport: TCPTransport) {
         self.owner = server
         self.id = id
+        maxRequestBodySize = server.configuration.maxRequestBodySize
         scratchNV = .allocate(capacity: 32)
         let c = server.configuration
         super.init(loop: server.loop, stagingCapacity: c.stagingCapacity, iovCapacity: c.iovCapacity)
@@ -179,7 +191,10 @@ public final class HTTP2ServerConnection: HTTP2Session {
         transport.owner = self
     }
 
-    deinit { scratchNV.deallocate() }
+    deinit {
+        scratchNV.deallocate()
+        for p in slots { ServerSlot.destroy(p) }
+    }
 
     func start() -> Bool {
         var cbs: OpaquePointer?
@@ -233,55 +248,57 @@ public final class HTTP2ServerConnection: HTTP2Session {
         }
     }
 
-    @inline(__always) private func slot(for streamID: Int32) -> ServerSlot? {
-        guard let p = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
-        return slots[Int(bitPattern: p) - 1]
+    @inline(__always) private func slot(for streamID: Int32) -> UnsafeMutablePointer<ServerSlot>? {
+        if streamID == headerStreamID, let h = headerSlot { return h }
+        return nghttp2_session_get_stream_user_data(session, streamID)?.assumingMemoryBound(to: ServerSlot.self)
     }
 
     private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         if pb_frame_type(frame) != UInt8(NGHTTP2_HEADERS.rawValue)
             || pb_frame_headers_category(frame) != NGHTTP2_HCAT_REQUEST { return 0 }
-        let s: ServerSlot
-        if let i = freeSlots.popLast() {
-            s = slots[Int(i)]
+        let s: UnsafeMutablePointer<ServerSlot>
+        if let p = freeSlots.popLast() {
+            s = p
         } else {
-            s = ServerSlot(index: Int32(slots.count))
+            s = ServerSlot.make()
             slots.append(s)
         }
-        s.reset()
-        s.active = true
-        s.streamID = pb_frame_stream_id(frame)
+        s.pointee.reset()
+        s.pointee.active = true
+        s.pointee.streamID = pb_frame_stream_id(frame)
         openStreams += 1
-        nghttp2_session_set_stream_user_data(session, s.streamID, UnsafeMutableRawPointer(bitPattern: Int(s.index) + 1))
+        headerSlot = s
+        headerStreamID = s.pointee.streamID
+        nghttp2_session_set_stream_user_data(session, s.pointee.streamID, UnsafeMutableRawPointer(s))
         return 0
     }
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
                         _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
         guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
-        let vo = s.reqStore.append(value, valuelen)
+        let vo = s.pointee.reqStore.append(value, valuelen)
         if namelen > 0 && name[0] == UInt8(ascii: ":") {
             switch (namelen, name[1]) {
-            case (7, UInt8(ascii: "m")): s.pseudo.0 = vo; s.pseudo.1 = valuelen
-            case (5, UInt8(ascii: "p")): s.pseudo.2 = vo; s.pseudo.3 = valuelen
-            case (10, UInt8(ascii: "a")): s.pseudo.4 = vo; s.pseudo.5 = valuelen
-            case (7, UInt8(ascii: "s")): s.pseudo.6 = vo; s.pseudo.7 = valuelen
+            case (7, UInt8(ascii: "m")): s.pointee.pseudo.0 = vo; s.pointee.pseudo.1 = valuelen
+            case (5, UInt8(ascii: "p")): s.pointee.pseudo.2 = vo; s.pointee.pseudo.3 = valuelen
+            case (10, UInt8(ascii: "a")): s.pointee.pseudo.4 = vo; s.pointee.pseudo.5 = valuelen
+            case (7, UInt8(ascii: "s")): s.pointee.pseudo.6 = vo; s.pointee.pseudo.7 = valuelen
             default: break
             }
             return
         }
-        let no = s.reqStore.append(name, namelen)
-        s.reqRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(namelen),
+        let no = s.pointee.reqStore.append(name, namelen)
+        s.pointee.reqRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(namelen),
                                    valueOffset: Int32(vo), valueLength: Int32(valuelen)))
     }
 
     private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
         guard let s = slot(for: streamID) else { return 0 }
-        if s.reqBody.count + len > owner.configuration.maxRequestBodySize {
+        if s.pointee.reqBody.count + len > maxRequestBodySize {
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
             return 0
         }
-        s.reqBody.append(data, len)
+        s.pointee.reqBody.append(data, len)
         return 0
     }
 
@@ -306,39 +323,43 @@ public final class HTTP2ServerConnection: HTTP2Session {
         }
     }
 
-    private func deliver(_ s: ServerSlot) {
+    private func deliver(_ s: UnsafeMutablePointer<ServerSlot>) {
+        headerSlot = nil
+        headerStreamID = 0
         owner.requestsReceived &+= 1
-        let base = UnsafeRawPointer(s.reqStore.base)
-        let p = s.pseudo
-        s.reqRefs.withUnsafeBufferPointer { refs in
+        let base = UnsafeRawPointer(s.pointee.reqStore.base)
+        let p = s.pointee.pseudo
+        let refs = s.pointee.reqRefs.buffer
+        do {
             let req = HTTP2ServerRequest(
-                connection: self, streamID: s.streamID,
+                connection: self, streamID: s.pointee.streamID,
                 method: UnsafeRawBufferPointer(start: base + p.0, count: p.1),
                 path: UnsafeRawBufferPointer(start: base + p.2, count: p.3),
                 authority: UnsafeRawBufferPointer(start: base + p.4, count: p.5),
                 scheme: UnsafeRawBufferPointer(start: base + p.6, count: p.7),
                 headers: HTTP2HeaderList(store: base, refs: refs),
-                body: s.reqBody.bytes, receivedAt: loop.now)
+                body: s.pointee.reqBody.bytes, receivedAt: loop.now)
             owner.delegate?.server(owner, didReceive: req)
         }
     }
 
     private func streamClosed(_ streamID: Int32, _ code: UInt32) {
         guard let s = slot(for: streamID) else { return }
+        if s == headerSlot { headerSlot = nil; headerStreamID = 0 }
         nghttp2_session_set_stream_user_data(session, streamID, nil)
         openStreams -= 1
-        if !s.responded {
-            s.responded = true
+        if !s.pointee.responded {
+            s.pointee.responded = true
             owner.delegate?.server(owner, connection: self, streamDidClose: streamID, errorCode: code)
         }
-        releaseWhenWritten(s.index)
+        releaseWhenWritten(UnsafeMutableRawPointer(s))
     }
 
-    override func releaseSlot(_ index: Int32) {
-        let s = slots[Int(index)]
-        if !s.active { return }
-        s.active = false
-        freeSlots.append(index)
+    override func releaseSlot(_ slot: UnsafeMutableRawPointer) {
+        let s = slot.assumingMemoryBound(to: ServerSlot.self)
+        if !s.pointee.active { return }
+        s.pointee.active = false
+        freeSlots.append(s)
     }
 
     override func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
@@ -347,12 +368,17 @@ public final class HTTP2ServerConnection: HTTP2Session {
     }
 
     override func didClose(_ error: TransportError) {
-        for s in slots where s.active {
-            s.active = false
-            freeSlots.append(s.index)
-            if !s.responded && !detached {
-                s.responded = true
-                owner.delegate?.server(owner, connection: self, streamDidClose: s.streamID,
+        headerSlot = nil
+        var i = 0
+        while i < slots.count {
+            let s = slots[i]
+            i += 1
+            if !s.pointee.active { continue }
+            s.pointee.active = false
+            freeSlots.append(s)
+            if !s.pointee.responded && !detached {
+                s.pointee.responded = true
+                owner.delegate?.server(owner, connection: self, streamDidClose: s.pointee.streamID,
                                         errorCode: NGHTTP2_CANCEL.rawValue)
             }
         }
@@ -368,9 +394,9 @@ public final class HTTP2ServerConnection: HTTP2Session {
                         headers: (inout HTTP2ResponseHeaders) -> Void = { _ in }) -> Bool {
         guard let s = prepareResponse(streamID, status, headers) else { return false }
         if let body, body.count > 0 {
-            s.respBody.count = 0
-            s.respBody.append(body.baseAddress, body.count)
-            s.cursor.pointee = BodyCursor(base: UnsafeRawPointer(s.respBody.base), count: body.count, sent: 0)
+            s.pointee.respBody.count = 0
+            s.pointee.respBody.append(body.baseAddress, body.count)
+            s.pointee.cursor = BodyCursor(base: UnsafeRawPointer(s.pointee.respBody.base), count: body.count, sent: 0)
             return submitResponse(s, hasBody: true)
         }
         return submitResponse(s, hasBody: false)
@@ -382,18 +408,18 @@ public final class HTTP2ServerConnection: HTTP2Session {
     public func respond(to streamID: Int32, status: Int, borrowingBody body: UnsafeRawBufferPointer,
                         headers: (inout HTTP2ResponseHeaders) -> Void = { _ in }) -> Bool {
         guard let s = prepareResponse(streamID, status, headers) else { return false }
-        s.cursor.pointee = BodyCursor(base: body.baseAddress, count: body.count, sent: 0)
+        s.pointee.cursor = BodyCursor(base: body.baseAddress, count: body.count, sent: 0)
         return submitResponse(s, hasBody: body.count > 0)
     }
 
     private func prepareResponse(_ streamID: Int32, _ status: Int,
-                                 _ headers: (inout HTTP2ResponseHeaders) -> Void) -> ServerSlot? {
-        guard session != nil, !isClosed, let s = slot(for: streamID), !s.responded else { return nil }
+                                 _ headers: (inout HTTP2ResponseHeaders) -> Void) -> UnsafeMutablePointer<ServerSlot>? {
+        guard session != nil, !isClosed, let s = slot(for: streamID), !s.pointee.responded else { return nil }
         precondition(status >= 100 && status <= 999, "status \(status) is not a 3-digit HTTP status")
-        s.respStore.count = 0
-        s.respRefs.removeAll(keepingCapacity: true)
+        s.pointee.respStore.count = 0
+        s.pointee.respRefs.count = 0
         var digits: (UInt8, UInt8, UInt8) = (UInt8(48 + status / 100), UInt8(48 + status / 10 % 10), UInt8(48 + status % 10))
-        withUnsafeBytes(of: &digits) { _ = s.respStore.append($0.baseAddress, 3) }
+        withUnsafeBytes(of: &digits) { _ = s.pointee.respStore.append($0.baseAddress, 3) }
         var w = HTTP2ResponseHeaders(slot: s)
         headers(&w)
         return s
@@ -401,35 +427,35 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     private static let statusName: StaticString = ":status"
 
-    private func submitResponse(_ s: ServerSlot, hasBody: Bool) -> Bool {
-        let n = s.respRefs.count + 1
+    private func submitResponse(_ s: UnsafeMutablePointer<ServerSlot>, hasBody: Bool) -> Bool {
+        let n = s.pointee.respRefs.count + 1
         if n > scratchNVCapacity {
             scratchNV.deallocate()
             scratchNVCapacity = n * 2
             scratchNV = .allocate(capacity: scratchNVCapacity)
         }
         let flags = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
-        let base = s.respStore.base.assumingMemoryBound(to: UInt8.self)
+        let base = s.pointee.respStore.base.assumingMemoryBound(to: UInt8.self)
         scratchNV[0] = nghttp2_nv(name: UnsafeMutablePointer(mutating: HTTP2ServerConnection.statusName.utf8Start),
                                   value: base, namelen: 7, valuelen: 3, flags: flags)
         // Index loop, not for-in: unspecialized iterators allocate coroutine frames in debug builds.
         var i = 0
-        while i < s.respRefs.count {
-            let r = s.respRefs[i]
+        while i < s.pointee.respRefs.count {
+            let r = s.pointee.respRefs.base[i]
             defer { i += 1 }
             scratchNV[i + 1] = nghttp2_nv(name: base + Int(r.nameOffset), value: base + Int(r.valueOffset),
                                           namelen: Int(r.nameLength), valuelen: Int(r.valueLength), flags: flags)
         }
         let rv: Int32
         if hasBody {
-            var prd = nghttp2_data_provider(source: nghttp2_data_source(ptr: UnsafeMutableRawPointer(s.cursor)),
+            var prd = nghttp2_data_provider(source: nghttp2_data_source(ptr: ServerSlot.cursor(s)),
                                             read_callback: HTTP2Session.noCopyRead)
-            rv = nghttp2_submit_response(session, s.streamID, scratchNV, n, &prd)
+            rv = nghttp2_submit_response(session, s.pointee.streamID, scratchNV, n, &prd)
         } else {
-            rv = nghttp2_submit_response(session, s.streamID, scratchNV, n, nil)
+            rv = nghttp2_submit_response(session, s.pointee.streamID, scratchNV, n, nil)
         }
         if rv != 0 { return false }
-        s.responded = true
+        s.pointee.responded = true
         scheduleFlush()
         return true
     }

@@ -53,7 +53,7 @@ public class HTTP2Session: ByteTransportOwner {
     private var lastIovIsStaging = false
     private(set) var writePending = false
     /// Slots whose streams closed while their bytes may still sit in the batch; freed once it is written.
-    private var deferredReleases: [Int32] = []
+    private var deferredReleases: [UnsafeMutableRawPointer] = []
     private(set) var isClosed = false
     /// The last nghttp2 protocol error seen (invalid frame, error callback), reported at close.
     var lastProtocolError: TransportError?
@@ -182,7 +182,7 @@ public class HTTP2Session: ByteTransportOwner {
     }
 
     /// Frees a stream slot now, or after the batch that may reference its memory has been written.
-    func releaseWhenWritten(_ slot: Int32) {
+    func releaseWhenWritten(_ slot: UnsafeMutableRawPointer) {
         if iovCount == 0 && !writePending { releaseSlot(slot) } else { deferredReleases.append(slot) }
     }
 
@@ -265,7 +265,7 @@ public class HTTP2Session: ByteTransportOwner {
 
     // MARK: subclass hooks
 
-    func releaseSlot(_ slot: Int32) {}
+    func releaseSlot(_ slot: UnsafeMutableRawPointer) {}
     func didClose(_ error: TransportError) {}
 
     /// The peer's settings now in force.

@@ -1,45 +1,128 @@
 import CNGHTTP2
+import Glibc
 
-/// The `nghttp2_mem` allocator given to every session of a loop: counts nghttp2's own allocations
-/// (so tests can separate them from Swift-side ones) and hands out the C table.
+/// The `nghttp2_mem` allocator given to every session of a loop. It pools nghttp2's small blocks
+/// in size classes (32 B … 4 KiB, a free list each), so steady-state traffic reuses blocks instead
+/// of calling malloc, and counts what reaches malloc (so tests can tell nghttp2's allocations from
+/// Swift-side ones).
 ///
-/// One instance per loop; sessions retain it, so it outlives every session that uses it.
+/// One instance per loop (single-threaded); sessions retain it, so it outlives every block it handed out.
 public final class NGHTTP2Memory {
-    /// Counters read through `allocations` / `frees`; kept at a stable address for the C callbacks.
-    let counters: UnsafeMutablePointer<UInt64>
+    /// Layout of the state block `mem_user_data` points at (UInt64 words).
+    enum Word {
+        static let mallocs = 0          // blocks obtained from malloc/calloc/realloc
+        static let frees = 1            // blocks returned to free
+        static let requests = 2         // allocation requests from nghttp2 (pooled or not)
+        static let pooling = 3          // 1 = pool small blocks
+        static let heads = 4            // free-list heads, one per class
+        static let classes = 8          // 32, 64, …, 4096
+        static let count = heads + classes
+    }
+    /// Bytes before each block: word 0 = size class (or `large`), word 1 = requested size when large.
+    static let header = 16
+    static let large: UInt64 = 0xFF
 
-    /// Creates an allocator with zeroed counters.
-    public init() {
-        counters = .allocate(capacity: 2)
-        counters.initialize(repeating: 0, count: 2)
+    let state: UnsafeMutablePointer<UInt64>
+
+    /// Creates an allocator; `pooling: false` forwards every request to malloc (for comparisons).
+    public init(pooling: Bool = true) {
+        state = .allocate(capacity: Word.count)
+        state.initialize(repeating: 0, count: Word.count)
+        state[Word.pooling] = pooling ? 1 : 0
     }
 
-    deinit { counters.deallocate() }
+    deinit {
+        for c in 0..<Word.classes {
+            var p = UnsafeMutableRawPointer(bitPattern: UInt(state[Word.heads + c]))
+            while let block = p {
+                p = block.load(as: UnsafeMutableRawPointer?.self)
+                free(block - NGHTTP2Memory.header)
+            }
+        }
+        state.deallocate()
+    }
 
-    /// Blocks nghttp2 allocated (malloc, calloc, realloc) through this allocator so far.
-    public var allocations: UInt64 { counters[0] }
-    /// Blocks nghttp2 freed so far.
-    public var frees: UInt64 { counters[1] }
+    /// Blocks nghttp2 obtained from malloc (after pooling) so far.
+    public var allocations: UInt64 { state[Word.mallocs] }
+    /// Blocks given back to free so far.
+    public var frees: UInt64 { state[Word.frees] }
+    /// Allocation requests nghttp2 made (served from the pool or from malloc).
+    public var requests: UInt64 { state[Word.requests] }
 
-    /// The C allocator table; `mem_user_data` points at the counters.
+    @inline(__always) static func sizeClass(_ n: Int) -> Int {
+        if n <= 32 { return 0 }
+        let c = (Int.bitWidth - (n - 1).leadingZeroBitCount) - 5
+        return c < Word.classes ? c : -1
+    }
+
+    static func allocate(_ size: Int, _ st: UnsafeMutablePointer<UInt64>) -> UnsafeMutableRawPointer? {
+        st[Word.requests] &+= 1
+        let c = st[Word.pooling] != 0 ? sizeClass(size) : -1
+        if c >= 0 {
+            if let block = UnsafeMutableRawPointer(bitPattern: UInt(st[Word.heads + c])) {
+                let next = block.load(as: UnsafeMutableRawPointer?.self)
+                st[Word.heads + c] = UInt64(UInt(bitPattern: next))
+                return block
+            }
+            guard let raw = malloc((32 << c) + header) else { return nil }
+            st[Word.mallocs] &+= 1
+            raw.storeBytes(of: UInt64(c), as: UInt64.self)
+            return raw + header
+        }
+        guard let raw = malloc(size + header) else { return nil }
+        st[Word.mallocs] &+= 1
+        raw.storeBytes(of: large, as: UInt64.self)
+        raw.storeBytes(of: UInt64(size), toByteOffset: 8, as: UInt64.self)
+        return raw + header
+    }
+
+    static func release(_ p: UnsafeMutableRawPointer?, _ st: UnsafeMutablePointer<UInt64>) {
+        guard let p else { return }
+        let raw = p - header
+        let c = raw.load(as: UInt64.self)
+        if c == large {
+            st[Word.frees] &+= 1
+            free(raw)
+            return
+        }
+        p.storeBytes(of: UnsafeMutableRawPointer(bitPattern: UInt(st[Word.heads + Int(c)])), as: UnsafeMutableRawPointer?.self)
+        st[Word.heads + Int(c)] = UInt64(UInt(bitPattern: p))
+    }
+
+    static func capacity(_ p: UnsafeMutableRawPointer) -> Int {
+        let raw = p - header
+        let c = raw.load(as: UInt64.self)
+        return c == large ? Int(raw.load(fromByteOffset: 8, as: UInt64.self)) : 32 << Int(c)
+    }
+
+    /// The C allocator table (for tests that drive it directly; sessions get it internally).
+    public var testTable: nghttp2_mem { table }
+
+    /// The C allocator table; `mem_user_data` points at the state block.
     var table: nghttp2_mem {
         nghttp2_mem(
-            mem_user_data: UnsafeMutableRawPointer(counters),
+            mem_user_data: UnsafeMutableRawPointer(state),
             malloc: { size, ud in
-                ud!.assumingMemoryBound(to: UInt64.self)[0] &+= 1
-                return malloc(size)
+                NGHTTP2Memory.allocate(size, ud!.assumingMemoryBound(to: UInt64.self))
             },
             free: { p, ud in
-                if p != nil { ud!.assumingMemoryBound(to: UInt64.self)[1] &+= 1 }
-                free(p)
+                NGHTTP2Memory.release(p, ud!.assumingMemoryBound(to: UInt64.self))
             },
             calloc: { n, size, ud in
-                ud!.assumingMemoryBound(to: UInt64.self)[0] &+= 1
-                return calloc(n, size)
+                let total = n * size
+                let p = NGHTTP2Memory.allocate(total, ud!.assumingMemoryBound(to: UInt64.self))
+                if let p { memset(p, 0, total) }
+                return p
             },
             realloc: { p, size, ud in
-                ud!.assumingMemoryBound(to: UInt64.self)[0] &+= 1
-                return realloc(p, size)
+                let st = ud!.assumingMemoryBound(to: UInt64.self)
+                guard let p else { return NGHTTP2Memory.allocate(size, st) }
+                let cap = NGHTTP2Memory.capacity(p)
+                if size <= cap && (p - NGHTTP2Memory.header).load(as: UInt64.self) != NGHTTP2Memory.large { return p }
+                guard let q = NGHTTP2Memory.allocate(size, st) else { return nil }
+                q.copyMemory(from: p, byteCount: min(cap, size))
+                NGHTTP2Memory.release(p, st)
+                return q
             })
     }
 }

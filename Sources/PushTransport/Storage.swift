@@ -93,3 +93,31 @@ extension UnsafeRawBufferPointer {
         count == s.utf8CodeUnitCount && (count == 0 || memcmp(baseAddress!, s.utf8Start, count) == 0)
     }
 }
+
+/// A growable list of `HeaderRef` in manually managed memory (no refcounting, no exclusivity checks).
+struct HeaderRefList {
+    private(set) var base: UnsafeMutablePointer<HeaderRef>
+    private(set) var capacity: Int
+    var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 4)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    func free() { base.deallocate() }
+
+    mutating func append(_ r: HeaderRef) {
+        if count == capacity {
+            let nb = UnsafeMutablePointer<HeaderRef>.allocate(capacity: capacity * 2)
+            nb.moveInitialize(from: base, count: count)
+            base.deallocate()
+            base = nb
+            capacity *= 2
+        }
+        base[count] = r
+        count += 1
+    }
+
+    var buffer: UnsafeBufferPointer<HeaderRef> { UnsafeBufferPointer(start: base, count: count) }
+}
