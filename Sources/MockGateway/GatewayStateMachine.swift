@@ -155,7 +155,8 @@ public struct GatewayStateMachine {
                 let h = tokenHash(token(request.path!))
                 response.timestampMillis = wallClockAtStartMillis - Int64(h % (30 * 86_400_000))
             }
-        } else if let churnedAt = fcm.churnedAt(hash: tokenHash(token(request.path!)), now: now) {
+        } else if configuration.fcm.tokenChurnPerSecond > 0,
+                  let churnedAt = fcm.churnedAt(hash: tokenHash(token(request.path!)), now: now) {
             response.status = 410
             response.reason = .unregistered
             response.timestampMillis = churnedAt

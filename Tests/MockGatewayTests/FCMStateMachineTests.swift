@@ -58,6 +58,8 @@ import CAllocCounter
         let camel = #"{"validateOnly":false,"message":{"token":"t1","fcmOptions":{"analyticsLabel":"l1"},"apns":{"fcmOptions":{"analyticsLabel":"a","image":"i"},"liveActivityToken":"la"}}}"#
         #expect(h.fcm(fcmRequest(snake)).status == 200)
         #expect(h.fcm(fcmRequest(camel)).status == 200)
+        // An escaped field name is still the field.
+        #expect(h.fcm(fcmRequest(#"{"message":{"\u0074oken":"t1","data":{"a":"b"}}}"#)).status == 200)
         let dry = h.fcm(fcmRequest(#"{"validateOnly":true,"message":{"topic":"news"}}"#))
         #expect(dry.status == 200 && dry.validateOnly)
     }
