@@ -308,6 +308,25 @@ import CAllocCounter
         }
     }
 
+    @Test func scenarioFileFcmObject() throws {
+        func scenario(_ json: String) throws -> String {
+            let path = NSTemporaryDirectory() + "pushbench-fcm-\(UUID().uuidString).json"
+            try json.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let good = try scenario(#"{"fcm":{"topic_subscribers":{"news":5,"*":9},"fanout_per_second":50,"quota":{"messages":10,"window_seconds":1},"token_churn_per_second":0.5,"capture":2,"failures":{"INTERNAL":0.25},"apns_topic":"com.x"}}"#)
+        defer { try? FileManager.default.removeItem(atPath: good) }
+        let c = try GatewayConfiguration.parse(["--scenario", good, "--capture", "3"]).fcm
+        #expect(c.subscribers(ofTopic: "news") == 5 && c.subscribers(ofTopic: "other") == 9 && c.fanoutPerSecond == 50)
+        #expect(c.quota == FCMQuota(messages: 10, windowNanos: 1_000_000_000) && c.tokenChurnPerSecond == 0.5)
+        #expect(c.capture == 3 && c.failures == [FCMFailureRate(code: .internal, fraction: 0.25)] && c.appleTopic == "com.x")
+        let bad = try scenario(#"{"fcm":{"failures":{"NOPE":0.1}}}"#)
+        defer { try? FileManager.default.removeItem(atPath: bad) }
+        #expect(throws: GatewayConfigurationError("scenario \(bad): field 'fcm.failures.NOPE': not an FCM error code (e.g. UNAVAILABLE)")) {
+            _ = try GatewayConfiguration.parse(["--scenario", bad])
+        }
+    }
+
     // MARK: allocation
 
     @Test(arguments: [[String](), ["--unregistered", "0.1", "--fcm-quota", "100000000/min", "--token-churn", "0.000001/s"],

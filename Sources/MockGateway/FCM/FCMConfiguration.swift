@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
 /// The FCM side of the mock gateway (and token churn, which both routes share), from
 /// `pushbench gateway` flags. Everything is off by default except fan-out (10,000 devices/s, FCM's
@@ -177,6 +175,82 @@ enum FCMNames {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
              UInt8(ascii: "~"), UInt8(ascii: "%"): true
         default: false
+        }
+    }
+}
+
+extension FCMConfiguration {
+    /// Reads the `"fcm"` object of a scenario file:
+    ///
+    ///     "fcm": {"topic_subscribers": {"news": 100000, "*": 1000}, "fanout_per_second": 10000,
+    ///             "quota": {"messages": 600000, "window_seconds": 60}, "token_churn_per_second": 0.01,
+    ///             "capture": 10, "failures": {"UNAVAILABLE": 0.01}, "apns_topic": "com.example.app"}
+    mutating func applyScenario(_ value: Any, path: String) throws(GatewayConfigurationError) {
+        func error(_ field: String, _ why: String) -> GatewayConfigurationError {
+            GatewayConfigurationError("scenario \(path): field 'fcm.\(field)': \(why)")
+        }
+        func number(_ v: Any, _ field: String) throws(GatewayConfigurationError) -> Double {
+            guard let n = v as? NSNumber, n.objCType.pointee != 0x63, n.doubleValue.isFinite else { throw error(field, "must be a number") }
+            return n.doubleValue
+        }
+        func count(_ v: Any, _ field: String) throws(GatewayConfigurationError) -> Int {
+            let d = try number(v, field)
+            guard d >= 0, d == d.rounded(), d < 1e15 else { throw error(field, "must be a whole number ≥ 0") }
+            return Int(d)
+        }
+        guard let o = value as? [String: Any] else {
+            throw GatewayConfigurationError("scenario \(path): field 'fcm': must be a JSON object")
+        }
+        let allowed = ["topic_subscribers", "fanout_per_second", "quota", "token_churn_per_second", "capture", "failures", "apns_topic"]
+        for key in o.keys.sorted() where !allowed.contains(key) {
+            throw error(key, "unknown field (expected one of \(allowed.joined(separator: ", ")))")
+        }
+        if let v = o["topic_subscribers"] {
+            guard let t = v as? [String: Any] else { throw error("topic_subscribers", "must be a JSON object of topic: count") }
+            for (name, n) in t.sorted(by: { $0.key < $1.key }) {
+                let c = try count(n, "topic_subscribers.\(name)")
+                if name == "*" { defaultSubscribers = c; continue }
+                guard FCMNames.isValidTopic(name) else { throw error("topic_subscribers.\(name)", "the topic name must match [a-zA-Z0-9-_.~%]+") }
+                topicSubscribers[name] = c
+            }
+        }
+        if let v = o["fanout_per_second"] {
+            let r = try number(v, "fanout_per_second")
+            guard r > 0 else { throw error("fanout_per_second", "must be more than 0") }
+            fanoutPerSecond = r
+        }
+        if let v = o["quota"] {
+            guard let q = v as? [String: Any], let m = q["messages"] else { throw error("quota", "must be {\"messages\": N, \"window_seconds\": S}") }
+            let messages = try count(m, "quota.messages")
+            let window = try number(q["window_seconds"] ?? 60, "quota.window_seconds")
+            guard messages >= 1, window > 0 else { throw error("quota", "needs messages ≥ 1 and window_seconds > 0") }
+            quota = FCMQuota(messages: UInt64(messages), windowNanos: UInt64(window * 1e9))
+        }
+        if let v = o["token_churn_per_second"] {
+            let f = try number(v, "token_churn_per_second")
+            guard f >= 0, f <= 1 else { throw error("token_churn_per_second", "must be a fraction between 0 and 1") }
+            tokenChurnPerSecond = f
+        }
+        if let v = o["capture"] {
+            let n = try count(v, "capture")
+            guard n <= 100_000 else { throw error("capture", "must be at most 100000") }
+            capture = n
+        }
+        if let v = o["failures"] {
+            guard let f = v as? [String: Any] else { throw error("failures", "must be a JSON object of CODE: fraction") }
+            failures = []
+            for (name, fraction) in f.sorted(by: { $0.key < $1.key }) {
+                guard let code = FCMErrorCode(name: name) else { throw error("failures.\(name)", "not an FCM error code (e.g. UNAVAILABLE)") }
+                let x = try number(fraction, "failures.\(name)")
+                guard x >= 0, x <= 1 else { throw error("failures.\(name)", "must be a fraction between 0 and 1") }
+                failures.append(FCMFailureRate(code: code, fraction: x))
+            }
+        }
+        if let v = o["apns_topic"] {
+            guard let s = v as? String, !s.isEmpty, s.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw error("apns_topic", "must be a bundle id string")
+            }
+            appleTopic = s
         }
     }
 }
