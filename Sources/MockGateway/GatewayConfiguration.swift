@@ -417,9 +417,11 @@ private struct ScenarioReader {
     }
 
     mutating func apply(_ o: [String: Any], to c: inout GatewayConfiguration) throws(GatewayConfigurationError) {
-        try checkKeys(o, ["listen", "threads", "seed", "latency", "failures", "unregistered_fraction", "token_rate_limit",
+        // "fcm" is read by FCMConfiguration (FCM/FCMConfiguration.swift).
+        try checkKeys(o.filter { $0.key != "fcm" }, ["listen", "threads", "seed", "latency", "failures", "unregistered_fraction", "token_rate_limit",
                           "max_concurrent_streams", "streams_drop_on_error", "goaway", "drops", "token_length",
                           "require_topic"], "")
+        if let v = o["fcm"] { try c.fcm.applyScenario(v, path: path) }
         if let v = o["listen"] {
             guard let s = v as? String else { throw error("listen", "must be a string HOST:PORT") }
             do throws(GatewayConfigurationError) { try c.apply(option: "--listen", value: s) } catch { throw self.error("listen", innerMessage(error)) }
