@@ -108,6 +108,18 @@ struct CurlError: Error { var output: String }
         }
     }
 
+    @Test func delayedAnswersKeepTheirBodies() throws {
+        try withGateway(["--latency", "20ms", "--fcm-fail", "UNAVAILABLE=0.5", "--seed", "3"]) { g in
+            var ok = 0, unavailable = 0
+            for i in 0..<12 {
+                let (status, body) = try curl(g.port, body: fcmMessage("", token: "t\(i)"))
+                if status == 200, body.hasPrefix(#"{"name":"projects/pushbench/messages/0:"#) { ok += 1 }
+                if status == 503, parseError(body)?.errorCode == "UNAVAILABLE" { unavailable += 1 }
+            }
+            #expect(ok + unavailable == 12 && ok > 0 && unavailable > 0)
+        }
+    }
+
     @Test func quotaExhaustionOverHTTP2() throws {
         try withGateway(["--fcm-quota", "2/min"]) { g in
             #expect(try curl(g.port, body: fcmMessage("")).0 == 200)

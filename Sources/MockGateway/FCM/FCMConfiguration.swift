@@ -92,7 +92,7 @@ public struct FCMConfiguration: Equatable, Sendable {
         case "--fcm-fail":
             guard let eq = value.firstIndex(of: "=") else { throw fail("is not CODE=FRACTION") }
             let codeName = String(value[..<eq])
-            guard let code = FCMErrorCode(name: codeName), code.status != 400 || code == .invalidArgument else {
+            guard let code = FCMErrorCode(name: codeName) else {
                 throw GatewayConfigurationError("\(name): '\(codeName)' is not an FCM error code (e.g. UNAVAILABLE, INTERNAL, UNREGISTERED)")
             }
             let fraction = try GatewayConfiguration.fraction(String(value[value.index(after: eq)...]), name)
