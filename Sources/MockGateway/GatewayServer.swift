@@ -337,19 +337,19 @@ final class GatewayLoop: HTTP2ServerDelegate {
                     let n = Self.writeReasonWithTimestamp(reasonBody(reason), ts, into: out)
                     _ = connection.respond(to: stream, status: Int(response.status),
                                            body: UnsafeRawBufferPointer(rebasing: out[0..<n])) { h in
-                        id.withBytes { h.add("apns-id", $0) }
+                        id.withBytes { h.addNeverIndexed("apns-id", $0) }
                         h.add("content-type", "application/json")
                     }
                 }
             } else {
                 _ = connection.respond(to: stream, status: Int(response.status), borrowingBody: reasonBody(reason)) { h in
-                    id.withBytes { h.add("apns-id", $0) }
+                    id.withBytes { h.addNeverIndexed("apns-id", $0) }
                     h.add("content-type", "application/json")
                 }
             }
         } else {
             _ = connection.respond(to: stream, status: Int(response.status)) { h in
-                id.withBytes { h.add("apns-id", $0) }
+                id.withBytes { h.addNeverIndexed("apns-id", $0) }
             }
         }
         if let n = response.maxConcurrentStreams { connection.updateSettings(maxConcurrentStreams: Int(n)) }

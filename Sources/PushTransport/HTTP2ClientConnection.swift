@@ -106,18 +106,18 @@ extension HTTP2ClientDelegate {
     public func connectionDidClose(_ connection: HTTP2ClientConnection, error: TransportError) {}
 }
 
-/// Per-stream preallocated state of the client: body slot, per-request values, response storage.
-final class ClientSlot {
-    let index: Int32
-    let cursor: UnsafeMutablePointer<BodyCursor>
-    let body: UnsafeMutableRawBufferPointer
-    var values: ByteStore
+/// Per-stream preallocated state of the client, in manually allocated memory at a stable address
+/// (the nghttp2 stream user data): body slot, per-request values, response storage.
+struct ClientSlot {
+    var cursor = BodyCursor(base: nil, count: 0, sent: 0)
+    var body: UnsafeMutableRawBufferPointer
+    var values = ByteStore(capacity: 256)
     /// (offset, length) per per-request field; length -1 = unset.
-    let valueRefs: UnsafeMutablePointer<Int>
-    let maxValues = 32
-    var respStore: ByteStore
-    var respRefs: [HeaderRef] = []
-    var respBody: ByteStore
+    var valueRefs: UnsafeMutablePointer<Int>
+    static let maxValues = 32
+    var respStore = ByteStore(capacity: 256)
+    var respRefs = HeaderRefList(capacity: 16)
+    var respBody = ByteStore(capacity: 256)
     var active = false
     var done = false
     var context: UInt64 = 0
@@ -125,25 +125,27 @@ final class ClientSlot {
     var status = 0
     var timing = HTTP2StreamTiming(submitted: 0, headersSent: 0, responseHeadersReceived: 0, completed: 0)
 
-    init(index: Int32, bodyCapacity: Int) {
-        self.index = index
-        cursor = .allocate(capacity: 1)
-        cursor.initialize(to: BodyCursor(base: nil, count: 0, sent: 0))
-        body = .allocate(byteCount: max(bodyCapacity, 0), alignment: 16)
-        values = ByteStore(capacity: 256)
-        valueRefs = .allocate(capacity: 64)
-        respStore = ByteStore(capacity: 256)
-        respRefs.reserveCapacity(16)
-        respBody = ByteStore(capacity: 256)
+    static func make(bodyCapacity: Int) -> UnsafeMutablePointer<ClientSlot> {
+        let p = UnsafeMutablePointer<ClientSlot>.allocate(capacity: 1)
+        p.initialize(to: ClientSlot(body: .allocate(byteCount: max(bodyCapacity, 0), alignment: 16),
+                                    valueRefs: .allocate(capacity: 2 * maxValues)))
+        return p
     }
 
-    deinit {
-        cursor.deallocate()
-        body.deallocate()
-        values.free()
-        valueRefs.deallocate()
-        respStore.free()
-        respBody.free()
+    static func destroy(_ p: UnsafeMutablePointer<ClientSlot>) {
+        p.pointee.body.deallocate()
+        p.pointee.values.free()
+        p.pointee.valueRefs.deallocate()
+        p.pointee.respStore.free()
+        p.pointee.respRefs.free()
+        p.pointee.respBody.free()
+        p.deinitialize(count: 1)
+        p.deallocate()
+    }
+
+    static let cursorOffset = MemoryLayout<ClientSlot>.offset(of: \ClientSlot.cursor)!
+    @inline(__always) static func cursor(_ p: UnsafeMutablePointer<ClientSlot>) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(p) + cursorOffset
     }
 }
 
@@ -155,39 +157,44 @@ final class ClientSlot {
 /// No body call = a request without body (END_STREAM on HEADERS).
 public struct HTTP2RequestWriter: ~Copyable {
     enum Mode { case none, slot, copied, borrowed }
-    let slot: ClientSlot
+    let slot: UnsafeMutablePointer<ClientSlot>
     var mode = Mode.none
+    var tooLarge = -1
 
-    init(slot: ClientSlot) { self.slot = slot }
+    init(slot: UnsafeMutablePointer<ClientSlot>) { self.slot = slot }
 
     /// The stream slot's preallocated body memory (`HTTP2ClientConfiguration.slotBodyCapacity` bytes).
-    public var body: UnsafeMutableRawBufferPointer { slot.body }
+    public var body: UnsafeMutableRawBufferPointer { slot.pointee.body }
 
-    /// Sends the first `length` bytes of `body` without copying.
+    /// Sends the first `length` bytes of `body` without copying. A length beyond the slot capacity
+    /// makes `submit` throw `.bodyTooLarge`.
     public mutating func setBodyLength(_ length: Int) {
-        precondition(length >= 0 && length <= slot.body.count, "body length \(length) exceeds the slot capacity \(slot.body.count)")
-        slot.cursor.pointee = BodyCursor(base: UnsafeRawPointer(slot.body.baseAddress), count: length, sent: 0)
+        if length < 0 || length > slot.pointee.body.count {
+            tooLarge = length
+            return
+        }
+        slot.pointee.cursor = BodyCursor(base: UnsafeRawPointer(slot.pointee.body.baseAddress), count: length, sent: 0)
         mode = .slot
     }
 
     /// Sends `bytes` through nghttp2's read callback (copied into its frame buffer when framed).
     public mutating func copyBody(_ bytes: UnsafeRawBufferPointer) {
-        slot.cursor.pointee = BodyCursor(base: bytes.baseAddress, count: bytes.count, sent: 0)
+        slot.pointee.cursor = BodyCursor(base: bytes.baseAddress, count: bytes.count, sent: 0)
         mode = .copied
     }
 
     /// Sends `bytes` without copying; they must stay valid and unchanged until the stream ends.
     public mutating func borrowBody(_ bytes: UnsafeRawBufferPointer) {
-        slot.cursor.pointee = BodyCursor(base: bytes.baseAddress, count: bytes.count, sent: 0)
+        slot.pointee.cursor = BodyCursor(base: bytes.baseAddress, count: bytes.count, sent: 0)
         mode = .borrowed
     }
 
     /// Sets per-request field `field` (copied into the slot).
     public mutating func setValue(_ field: Int, _ bytes: UnsafeRawBufferPointer) {
-        precondition(field >= 0 && field < slot.maxValues, "per-request field \(field) out of range")
-        let off = slot.values.append(bytes.baseAddress, bytes.count)
-        slot.valueRefs[2 * field] = off
-        slot.valueRefs[2 * field + 1] = bytes.count
+        precondition(field >= 0 && field < ClientSlot.maxValues, "per-request field \(field) out of range")
+        let off = slot.pointee.values.append(bytes.baseAddress, bytes.count)
+        slot.pointee.valueRefs[2 * field] = off
+        slot.pointee.valueRefs[2 * field + 1] = bytes.count
     }
 
     /// Sets per-request field `field` from a static string.
@@ -203,14 +210,14 @@ public struct HTTP2RequestWriter: ~Copyable {
 
     /// Writes per-request field `field` in place: `write` gets up to `capacity` bytes and returns the length used.
     public mutating func setValue(_ field: Int, capacity: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) {
-        precondition(field >= 0 && field < slot.maxValues, "per-request field \(field) out of range")
-        slot.values.reserve(capacity)
-        let off = slot.values.count
-        let n = write(UnsafeMutableRawBufferPointer(start: slot.values.base + off, count: capacity))
+        precondition(field >= 0 && field < ClientSlot.maxValues, "per-request field \(field) out of range")
+        slot.pointee.values.reserve(capacity)
+        let off = slot.pointee.values.count
+        let n = write(UnsafeMutableRawBufferPointer(start: slot.pointee.values.base + off, count: capacity))
         precondition(n >= 0 && n <= capacity, "value writer returned \(n) for capacity \(capacity)")
-        slot.values.count += n
-        slot.valueRefs[2 * field] = off
-        slot.valueRefs[2 * field + 1] = n
+        slot.pointee.values.count += n
+        slot.pointee.valueRefs[2 * field] = off
+        slot.pointee.valueRefs[2 * field + 1] = n
     }
 }
 
@@ -230,8 +237,8 @@ public final class HTTP2ClientConnection: HTTP2Session {
     public let configuration: HTTP2ClientConfiguration
     /// Receives events; held weakly.
     public weak var delegate: HTTP2ClientDelegate?
-    private var slots: [ClientSlot] = []
-    private var freeSlots: [Int32] = []
+    private var slots: [UnsafeMutablePointer<ClientSlot>] = []
+    private var freeSlots: [UnsafeMutablePointer<ClientSlot>] = []
     private var scratchNV: UnsafeMutablePointer<nghttp2_nv>
     private var scratchNVCapacity = 64
     private var handshakeTimer: LoopTimer?
@@ -258,7 +265,10 @@ public final class HTTP2ClientConnection: HTTP2Session {
         freeSlots.reserveCapacity(min(configuration.maxConcurrentStreams * 2, 1 << 16))
     }
 
-    deinit { scratchNV.deallocate() }
+    deinit {
+        scratchNV.deallocate()
+        for p in slots { ClientSlot.destroy(p) }
+    }
 
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS now in force.
     public var peerMaxConcurrentStreams: Int { peerSettings.maxConcurrentStreams }
@@ -338,53 +348,54 @@ public final class HTTP2ClientConnection: HTTP2Session {
         scheduleFlush()
     }
 
-    static func client(_ ud: UnsafeMutableRawPointer?) -> HTTP2ClientConnection {
-        Unmanaged<HTTP2ClientConnection>.fromOpaque(ud!).takeUnretainedValue()
+    /// The one way back from nghttp2's user_data: a guaranteed reference, so no retain/release per callback.
+    @inline(__always)
+    static func withClient<R>(_ ud: UnsafeMutableRawPointer?, _ body: (HTTP2ClientConnection) -> R) -> R {
+        Unmanaged<HTTP2ClientConnection>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
     }
 
     static func installReceiveCallbacks(_ cbs: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(cbs) { _, frame, ud in
-            HTTP2ClientConnection.client(ud).beginHeaders(frame!)
+            HTTP2ClientConnection.withClient(ud) { $0.beginHeaders(frame!) }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, ud in
-            HTTP2ClientConnection.client(ud).header(frame!, name!, namelen, value!, valuelen)
+            HTTP2ClientConnection.withClient(ud) { $0.header(frame!, name!, namelen, value!, valuelen) }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
-            HTTP2ClientConnection.client(ud).dataChunk(streamID, data!, len)
+            HTTP2ClientConnection.withClient(ud) { $0.dataChunk(streamID, data!, len) }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs) { _, frame, ud in
-            HTTP2ClientConnection.client(ud).frameReceived(frame!)
+            HTTP2ClientConnection.withClient(ud) { $0.frameReceived(frame!) }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(cbs) { _, frame, ud in
             if pb_frame_type(frame!) == UInt8(NGHTTP2_HEADERS.rawValue) {
-                HTTP2ClientConnection.client(ud).headersSent(pb_frame_stream_id(frame!))
+                HTTP2ClientConnection.withClient(ud) { $0.headersSent(pb_frame_stream_id(frame!)) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs) { _, frame, code, ud in
             if pb_frame_type(frame!) == UInt8(NGHTTP2_HEADERS.rawValue) {
-                HTTP2ClientConnection.client(ud).headersNotSent(pb_frame_stream_id(frame!), code)
+                HTTP2ClientConnection.withClient(ud) { $0.headersNotSent(pb_frame_stream_id(frame!), code) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamID, code, ud in
-            HTTP2ClientConnection.client(ud).streamClosed(streamID, code)
+            HTTP2ClientConnection.withClient(ud) { $0.streamClosed(streamID, code) }
             return 0
         }
     }
 
-    @inline(__always) private func slot(for streamID: Int32) -> ClientSlot? {
-        guard let p = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
-        return slots[Int(bitPattern: p) - 1]
+    @inline(__always) private func slot(for streamID: Int32) -> UnsafeMutablePointer<ClientSlot>? {
+        nghttp2_session_get_stream_user_data(session, streamID)?.assumingMemoryBound(to: ClientSlot.self)
     }
 
     private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
         guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
-        if s.timing.responseHeadersReceived == 0 { s.timing.responseHeadersReceived = loop.now }
+        if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = loop.now }
     }
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
@@ -394,18 +405,18 @@ public final class HTTP2ClientConnection: HTTP2Session {
             // ":status": three ASCII digits.
             var st = 0
             for i in 0..<valuelen { st = st * 10 + Int(value[i] &- 48) }
-            s.status = st
+            s.pointee.status = st
             return
         }
-        let no = s.respStore.append(name, namelen)
-        let vo = s.respStore.append(value, valuelen)
-        s.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(namelen),
+        let no = s.pointee.respStore.append(name, namelen)
+        let vo = s.pointee.respStore.append(value, valuelen)
+        s.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(namelen),
                                     valueOffset: Int32(vo), valueLength: Int32(valuelen)))
     }
 
     private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) {
         guard let s = slot(for: streamID) else { return }
-        s.respBody.append(data, len)
+        s.pointee.respBody.append(data, len)
     }
 
     private func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
@@ -437,32 +448,29 @@ public final class HTTP2ClientConnection: HTTP2Session {
         }
     }
 
-    private func complete(_ s: ClientSlot) {
-        if s.done { return }
-        s.done = true
+    private func complete(_ s: UnsafeMutablePointer<ClientSlot>) {
+        if s.pointee.done { return }
+        s.pointee.done = true
         inFlight -= 1
-        s.timing.completed = loop.now
-        let headers = s.respRefs.withUnsafeBufferPointer { refs in
-            HTTP2HeaderList(store: UnsafeRawPointer(s.respStore.base), refs: refs)
-        }
-        // The refs buffer pointer stays valid: respRefs is not mutated until the slot is reused.
-        let response = HTTP2Response(streamID: s.streamID, context: s.context, status: s.status, headers: headers,
-                                     body: s.respBody.bytes, timing: s.timing)
+        s.pointee.timing.completed = loop.now
+        let headers = HTTP2HeaderList(store: UnsafeRawPointer(s.pointee.respStore.base), refs: s.pointee.respRefs.buffer)
+        let response = HTTP2Response(streamID: s.pointee.streamID, context: s.pointee.context, status: s.pointee.status, headers: headers,
+                                     body: s.pointee.respBody.bytes, timing: s.pointee.timing)
         delegate?.connection(self, didReceive: response)
     }
 
-    private func failStream(_ s: ClientSlot, _ reason: HTTP2StreamFailureReason) {
-        if s.done { return }
-        s.done = true
+    private func failStream(_ s: UnsafeMutablePointer<ClientSlot>, _ reason: HTTP2StreamFailureReason) {
+        if s.pointee.done { return }
+        s.pointee.done = true
         inFlight -= 1
-        s.timing.completed = loop.now
-        delegate?.connection(self, streamDidFail: HTTP2StreamFailure(streamID: s.streamID, context: s.context,
-                                                                     reason: reason, timing: s.timing))
+        s.pointee.timing.completed = loop.now
+        delegate?.connection(self, streamDidFail: HTTP2StreamFailure(streamID: s.pointee.streamID, context: s.pointee.context,
+                                                                     reason: reason, timing: s.pointee.timing))
     }
 
     private func headersSent(_ streamID: Int32) {
         guard let s = slot(for: streamID) else { return }
-        s.timing.headersSent = loop.now
+        s.pointee.timing.headersSent = loop.now
     }
 
     private func headersNotSent(_ streamID: Int32, _ code: Int32) {
@@ -472,27 +480,31 @@ public final class HTTP2ClientConnection: HTTP2Session {
 
     private func streamClosed(_ streamID: Int32, _ code: UInt32) {
         guard let s = slot(for: streamID) else { return }
-        if !s.done {
+        if !s.pointee.done {
             failStream(s, code == NGHTTP2_REFUSED_STREAM.rawValue ? .refused
                        : code == 0 ? .reset(errorCode: 0) : .reset(errorCode: code))
         }
         nghttp2_session_set_stream_user_data(session, streamID, nil)
-        releaseWhenWritten(UnsafeMutableRawPointer(bitPattern: Int(s.index) + 1)!)
+        releaseWhenWritten(UnsafeMutableRawPointer(s))
     }
 
     override func releaseSlot(_ slot: UnsafeMutableRawPointer) {
-        let index = Int32(Int(bitPattern: slot) - 1)
-        let s = slots[Int(index)]
-        if !s.active { return }
-        s.active = false
-        freeSlots.append(index)
+        let s = slot.assumingMemoryBound(to: ClientSlot.self)
+        if !s.pointee.active { return }
+        s.pointee.active = false
+        freeSlots.append(s)
     }
 
     override func didClose(_ error: TransportError) {
         handshakeTimer = nil
         isConnected = false
-        for s in slots where s.active && !s.done { failStream(s, .connectionLost) }
-        for s in slots where s.active { s.active = false; freeSlots.append(s.index) }
+        var i = 0
+        while i < slots.count {
+            let s = slots[i]
+            i += 1
+            if s.pointee.active && !s.pointee.done { failStream(s, .connectionLost) }
+            if s.pointee.active { s.pointee.active = false; freeSlots.append(s) }
+        }
         if everConnected && !connectFailed { delegate?.connectionDidClose(self, error: error) }
     }
 
@@ -507,11 +519,16 @@ public final class HTTP2ClientConnection: HTTP2Session {
         let limit = min(peerSettings.maxConcurrentStreams, configuration.maxConcurrentStreams)
         if inFlight >= limit { throw .noStreamAvailable(inFlight: inFlight, limit: limit) }
         let s = acquireSlot()
-        s.values.count = 0
-        for k in 0..<block.perRequestFieldCount { s.valueRefs[2 * k + 1] = -1 }
+        s.pointee.values.count = 0
+        for k in 0..<block.perRequestFieldCount { s.pointee.valueRefs[2 * k + 1] = -1 }
         var w = HTTP2RequestWriter(slot: s)
         fill(&w)
         let mode = w.mode
+        if w.tooLarge >= 0 {
+            s.pointee.active = false
+            freeSlots.append(s)
+            throw .bodyTooLarge(length: w.tooLarge, capacity: s.pointee.body.count)
+        }
         if block.count > scratchNVCapacity {
             scratchNV.deallocate()
             scratchNVCapacity = block.count * 2
@@ -523,52 +540,51 @@ public final class HTTP2ClientConnection: HTTP2Session {
         while k < block.dynamicIndex.count {
             let i = block.dynamicIndex[k]
             defer { k += 1 }
-            let len = s.valueRefs[2 * k + 1]
+            let len = s.pointee.valueRefs[2 * k + 1]
             if len < 0 {
-                s.active = false
-                freeSlots.append(s.index)
+                s.pointee.active = false
+                freeSlots.append(s)
                 throw .missingValue(field: k)
             }
-            scratchNV[i].value = (s.values.base + s.valueRefs[2 * k]).assumingMemoryBound(to: UInt8.self)
+            scratchNV[i].value = (s.pointee.values.base + s.pointee.valueRefs[2 * k]).assumingMemoryBound(to: UInt8.self)
             scratchNV[i].valuelen = len
         }
-        s.respStore.count = 0
-        s.respRefs.removeAll(keepingCapacity: true)
-        s.respBody.count = 0
-        s.status = 0
-        s.done = false
-        s.context = context
-        s.timing = HTTP2StreamTiming(submitted: loop.now, headersSent: 0, responseHeadersReceived: 0, completed: 0)
-        let ud = UnsafeMutableRawPointer(bitPattern: Int(s.index) + 1)
+        s.pointee.respStore.count = 0
+        s.pointee.respRefs.count = 0
+        s.pointee.respBody.count = 0
+        s.pointee.status = 0
+        s.pointee.done = false
+        s.pointee.context = context
+        s.pointee.timing = HTTP2StreamTiming(submitted: loop.now, headersSent: 0, responseHeadersReceived: 0, completed: 0)
+        let ud = UnsafeMutableRawPointer(s)
         let id: Int32
         if mode == .none {
             id = nghttp2_submit_request(session, nil, scratchNV, block.count, nil, ud)
         } else {
             var prd = nghttp2_data_provider(
-                source: nghttp2_data_source(ptr: UnsafeMutableRawPointer(s.cursor)),
+                source: nghttp2_data_source(ptr: ClientSlot.cursor(s)),
                 read_callback: mode == .copied ? HTTP2Session.copyRead : HTTP2Session.noCopyRead)
             id = nghttp2_submit_request(session, nil, scratchNV, block.count, &prd, ud)
         }
         if id < 0 {
-            s.active = false
-            freeSlots.append(s.index)
+            s.pointee.active = false
+            freeSlots.append(s)
             throw .nghttp2(code: id)
         }
-        s.streamID = id
+        s.pointee.streamID = id
         inFlight += 1
         scheduleFlush()
         return id
     }
 
-    private func acquireSlot() -> ClientSlot {
-        if let i = freeSlots.popLast() {
-            let s = slots[Int(i)]
-            s.active = true
+    private func acquireSlot() -> UnsafeMutablePointer<ClientSlot> {
+        if let s = freeSlots.popLast() {
+            s.pointee.active = true
             return s
         }
-        let s = ClientSlot(index: Int32(slots.count), bodyCapacity: configuration.slotBodyCapacity)
+        let s = ClientSlot.make(bodyCapacity: configuration.slotBodyCapacity)
         slots.append(s)
-        s.active = true
+        s.pointee.active = true
         return s
     }
 

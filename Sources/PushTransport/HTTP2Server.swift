@@ -138,6 +138,16 @@ public struct HTTP2ResponseHeaders: ~Copyable {
                                        valueOffset: Int32(vo), valueLength: Int32(value.count)))
     }
 
+    /// Adds a field whose value is never put in the HPACK dynamic table (sent as a literal): for a
+    /// value that is new on every response (e.g. `apns-id`), where indexing only churns the table.
+    public mutating func addNeverIndexed(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
+        let no = slot.pointee.respStore.append(name.utf8Start, name.utf8CodeUnitCount)
+        let vo = slot.pointee.respStore.append(value.baseAddress, value.count)
+        slot.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(name.utf8CodeUnitCount),
+                                               valueOffset: Int32(vo), valueLength: Int32(value.count),
+                                               nvFlags: UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)))
+    }
+
     /// Adds a field with a static name.
     public mutating func add(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
         add(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
@@ -223,27 +233,29 @@ public final class HTTP2ServerConnection: HTTP2Session {
         return true
     }
 
-    static func conn(_ ud: UnsafeMutableRawPointer?) -> HTTP2ServerConnection {
-        Unmanaged<HTTP2ServerConnection>.fromOpaque(ud!).takeUnretainedValue()
+    /// The one way back from nghttp2's user_data: a guaranteed reference, so no retain/release per callback.
+    @inline(__always)
+    static func withServer<R>(_ ud: UnsafeMutableRawPointer?, _ body: (HTTP2ServerConnection) -> R) -> R {
+        Unmanaged<HTTP2ServerConnection>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
     }
 
     static func installReceiveCallbacks(_ cbs: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(cbs) { _, frame, ud in
-            HTTP2ServerConnection.conn(ud).beginHeaders(frame!)
+            HTTP2ServerConnection.withServer(ud) { $0.beginHeaders(frame!) }
         }
         nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, ud in
-            HTTP2ServerConnection.conn(ud).header(frame!, name!, namelen, value!, valuelen)
+            HTTP2ServerConnection.withServer(ud) { $0.header(frame!, name!, namelen, value!, valuelen) }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
-            HTTP2ServerConnection.conn(ud).dataChunk(streamID, data!, len)
+            HTTP2ServerConnection.withServer(ud) { $0.dataChunk(streamID, data!, len) }
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs) { _, frame, ud in
-            HTTP2ServerConnection.conn(ud).frameReceived(frame!)
+            HTTP2ServerConnection.withServer(ud) { $0.frameReceived(frame!) }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamID, code, ud in
-            HTTP2ServerConnection.conn(ud).streamClosed(streamID, code)
+            HTTP2ServerConnection.withServer(ud) { $0.streamClosed(streamID, code) }
             return 0
         }
     }
@@ -444,7 +456,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
             let r = s.pointee.respRefs.base[i]
             defer { i += 1 }
             scratchNV[i + 1] = nghttp2_nv(name: base + Int(r.nameOffset), value: base + Int(r.valueOffset),
-                                          namelen: Int(r.nameLength), valuelen: Int(r.valueLength), flags: flags)
+                                          namelen: Int(r.nameLength), valuelen: Int(r.valueLength), flags: flags | r.nvFlags)
         }
         let rv: Int32
         if hasBody {

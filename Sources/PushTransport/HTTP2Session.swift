@@ -80,15 +80,21 @@ public class HTTP2Session: ByteTransportOwner {
         Unmanaged<HTTP2Session>.fromOpaque(p!).takeUnretainedValue()
     }
 
+    /// `from(_:)` for hot callbacks: a guaranteed reference, so no retain/release per call.
+    @inline(__always)
+    static func with<R>(_ ud: UnsafeMutableRawPointer?, _ body: (HTTP2Session) -> R) -> R {
+        Unmanaged<HTTP2Session>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
+    }
+
     var userData: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     /// The send callbacks every session uses (output batching, NO_COPY DATA).
     static func installSendCallbacks(_ cbs: OpaquePointer) {
         nghttp2_session_callbacks_set_send_callback(cbs) { _, data, length, _, ud in
-            HTTP2Session.from(ud).stage(data!, length)
+            HTTP2Session.with(ud) { $0.stage(data!, length) }
         }
         nghttp2_session_callbacks_set_send_data_callback(cbs) { _, frame, framehd, length, source, ud in
-            HTTP2Session.from(ud).stageData(frame!, framehd!, length, source!)
+            HTTP2Session.with(ud) { $0.stageData(frame!, framehd!, length, source!) }
         }
         nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cbs) { _, _, code, ud in
             let s = HTTP2Session.from(ud)

@@ -49,6 +49,8 @@ struct HeaderRef {
     var nameLength: Int32
     var valueOffset: Int32
     var valueLength: Int32
+    /// Extra nghttp2_nv flags for a response field (NGHTTP2_NV_FLAG_NO_INDEX for never-indexed values).
+    var nvFlags: UInt8 = 0
 }
 
 /// A header list received from the peer: name/value byte views, valid during the delegate callback.

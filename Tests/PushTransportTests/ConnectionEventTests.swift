@@ -28,6 +28,44 @@ import Testing
         }
     }
 
+    @Test func silentPeerTimesOutTheHandshake() throws {
+        // A bare TCP listener that accepts (via the backlog) but never sends SETTINGS.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+        }
+        #expect(bound && listen(fd, 8) == 0)
+        let loop = try EventLoop()
+        let d = TestClient()
+        var config = HTTP2ClientConfiguration()
+        config.connectTimeoutMilliseconds = 200
+        let c = HTTP2ClientConnection(loop: loop, configuration: config, delegate: d)
+        c.connect(host: "127.0.0.1", port: Int(UInt16(bigEndian: addr.sin_port)))
+        #expect(loop.run(until: { d.connectError != nil }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.connectError?.kind == .connectTimeout)
+    }
+
+    @Test func zeroCopyBodyBeyondTheSlotIsRefused() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        let d = TestClient()
+        var config = HTTP2ClientConfiguration()
+        config.slotBodyCapacity = 1024
+        let client = connectClient(loop, port: server.port, d, configuration: config)
+        #expect(throws: HTTP2SubmitError.bodyTooLarge(length: 4096, capacity: 1024)) {
+            try client.submit(try makeBlock(path: "/x"), context: 1) { req in
+                req.setValue(0, "id")
+                req.setBodyLength(4096)
+            }
+        }
+        #expect(client.inFlight == 0)
+    }
+
     @Test func badAddressIsReported() throws {
         let loop = try EventLoop()
         let d = TestClient()
@@ -176,5 +214,25 @@ import Testing
         #expect(closes.error?.kind == .protocolError)
         #expect(closes.error?.message.isEmpty == false)
         #expect(server.connectionsOpen == 0)
+    }
+}
+
+/// RST_STREAM from the server reaches the client as a per-stream failure with the error code.
+@Suite struct ResetTests {
+    @Test func serverResetIsReportedPerStream() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        server.deferResponses = true
+        let d = TestClient()
+        let client = connectClient(loop, port: server.port, d)
+        let block = try makeBlock(path: "/x")
+        for k in 0..<2 { try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") } }
+        #expect(loop.run(until: { server.deferred.count == 2 }, timeoutNanoseconds: 10 * seconds))
+        server.deferred[0].0.reset(server.deferred[0].1, errorCode: 0x2)  // INTERNAL_ERROR
+        server.respond(server.deferred[1].0, server.deferred[1].1)
+        #expect(loop.run(until: { d.failures.count == 1 && d.responses == 1 }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.failures.first?.reason == .reset(errorCode: 2))
+        #expect(d.failures.first?.context == 0)
+        #expect(client.isConnected)
     }
 }
