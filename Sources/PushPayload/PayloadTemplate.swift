@@ -117,6 +117,24 @@ public final class PayloadTemplate: @unchecked Sendable {
         try! PayloadTemplate(text: defaultFCMText, file: "<default fcm template>", options: options)
     }
 
+    /// The template of a run: the file at `path`, or the protocol's default template when `path` is
+    /// nil, checked against the protocol's size limit.
+    ///
+    ///     let t = try PayloadTemplate.forRun(path: options.payload, protocol: .apns, pushType: .alert,
+    ///                                        maxTokenLength: tokens.maxLength)
+    public static func forRun(path: String?, protocol proto: PushProtocol, pushType: APNsPushType = .alert,
+                              fcmTopic: Bool = false, maxTokenLength: Int, maxTextLength: Int = 0,
+                              allowOversize: Bool = false) throws(TemplateError) -> PayloadTemplate {
+        let options = TemplateOptions(limit: PayloadLimits.limit(for: proto, pushType: pushType, topic: fcmTopic),
+                                      maxTokenLength: maxTokenLength, maxTextLength: maxTextLength,
+                                      allowOversize: allowOversize)
+        if let path { return try PayloadTemplate(path: path, options: options) }
+        switch proto {
+        case .apns: return try PayloadTemplate(text: defaultAPNsText, file: "<default apns template>", options: options)
+        case .fcm: return try PayloadTemplate(text: defaultFCMText, file: "<default fcm template>", options: options)
+        }
+    }
+
     /// Loads and compiles a template file.
     public convenience init(path: String, options: TemplateOptions = .init()) throws(TemplateError) {
         guard let data = FileManager.default.contents(atPath: path) else {

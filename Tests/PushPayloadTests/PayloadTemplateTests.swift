@@ -124,4 +124,17 @@ import Testing
         #expect(PayloadLimits.limit(for: .fcm) == 4096 && PayloadLimits.limit(for: .fcm, topic: true) == 2048)
         #expect(PayloadLimits.limit(for: .apns, pushType: .background) == 4096)
     }
+
+    @Test func runTemplateDefaultsPerProtocolAndUsesTheRightLimit() throws {
+        let apns = try PayloadTemplate.forRun(path: nil, protocol: .apns, maxTokenLength: 64)
+        #expect(apns.placeholders == [.messageID])
+        let fcm = try PayloadTemplate.forRun(path: nil, protocol: .fcm, maxTokenLength: 163)
+        #expect(fcm.placeholders.contains(.token))
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pb-run-\(getpid()).json").path
+        try Data("{\"p\":\"{{pad:3000}}\"}".utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try PayloadTemplate.forRun(path: path, protocol: .fcm, maxTokenLength: 64).maxLength == 3008)
+        #expect(throws: TemplateError.self) { try PayloadTemplate.forRun(path: path, protocol: .fcm, fcmTopic: true, maxTokenLength: 64) }
+        #expect(try PayloadTemplate.forRun(path: path, protocol: .fcm, fcmTopic: true, maxTokenLength: 64, allowOversize: true).maxLength == 3008)
+    }
 }
