@@ -59,6 +59,13 @@ final class TCPTransport: ByteTransport {
         block.pointee.connect.data = block.pointee.tcp.data
     }
 
+    /// Calls the owner holding a strong reference for the whole call: the owner may drop its last
+    /// other reference inside (a delegate closing the connection) and must not be freed mid-call.
+    @inline(__always) private func withOwner(_ body: (ByteTransportOwner) -> Void) {
+        guard let o = owner else { return }
+        withExtendedLifetime(o) { body(o) }
+    }
+
     static func from(_ p: UnsafeMutableRawPointer?) -> TCPTransport {
         Unmanaged<TCPTransport>.fromOpaque(p!).takeUnretainedValue()
     }
@@ -83,7 +90,7 @@ final class TCPTransport: ByteTransport {
                 if status < 0 {
                     t.failConnect(TransportError(uv: status, "uv_tcp_connect"))
                 } else {
-                    t.owner?.transportDidConnect()
+                    t.withOwner { $0.transportDidConnect() }
                 }
             }
         }
@@ -102,7 +109,7 @@ final class TCPTransport: ByteTransport {
         connectTimer = nil
         let o = owner
         close(error, notify: false)
-        o?.transportDidFailToConnect(error)
+        if let o { withExtendedLifetime(o) { o.transportDidFailToConnect(error) } }
     }
 
     func startReading() {
@@ -116,7 +123,8 @@ final class TCPTransport: ByteTransport {
             let t = TCPTransport.from(s.pointee.data)
             if nread > 0 {
                 t.bytesIn &+= UInt64(nread)
-                t.owner?.transportDidRead(UnsafeRawBufferPointer(start: t.loop.readBuffer.baseAddress, count: nread))
+                let bytes = UnsafeRawBufferPointer(start: t.loop.readBuffer.baseAddress, count: nread)
+                t.withOwner { $0.transportDidRead(bytes) }
             } else if nread < 0 {
                 let code = Int32(nread)
                 let err = code == Int32(UV_EOF.rawValue)
@@ -184,14 +192,14 @@ final class TCPTransport: ByteTransport {
     private func continueWrite() {
         guard let p = pendingIov, pendingCount > 0 else {
             pendingIov = nil
-            owner?.transportWriteDidComplete()
+            withOwner { $0.transportWriteDidComplete() }
             return
         }
         let n = pendingCount
         pendingIov = nil
         pendingCount = 0
         switch writeFrom(p, count: n) {
-        case .complete: owner?.transportWriteDidComplete()
+        case .complete: withOwner { $0.transportWriteDidComplete() }
         case .pending, .failed: break
         }
     }
@@ -207,7 +215,7 @@ final class TCPTransport: ByteTransport {
             let t = Unmanaged<TCPTransport>.fromOpaque(h.pointee.data!).takeRetainedValue()
             t.block.deallocate()
         }
-        o?.transportDidClose(error)
+        if let o { withExtendedLifetime(o) { o.transportDidClose(error) } }
     }
 }
 

@@ -236,3 +236,42 @@ import Testing
         #expect(client.isConnected)
     }
 }
+
+/// Closing a connection from inside its own delegate callback is safe on both sides.
+@Suite struct CloseFromCallbackTests {
+    final class ClosingServer: HTTP2ServerDelegate {
+        var closed = 0
+        func server(_ server: HTTP2Server, didReceive r: HTTP2ServerRequest) { r.connection.close() }
+        func server(_ server: HTTP2Server, connectionDidClose connection: HTTP2ServerConnection, error: TransportError) {
+            closed += 1
+        }
+    }
+
+    @Test func serverClosesInsideDidReceive() throws {
+        let loop = try EventLoop()
+        let closing = ClosingServer()
+        let server = HTTP2Server(loop: loop, delegate: closing)
+        let port = try server.listen(host: "127.0.0.1", port: 0)
+        let d = TestClient()
+        let client = connectClient(loop, port: port, d)
+        let block = try makeBlock(path: "/x")
+        for k in 0..<5 { try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") } }
+        #expect(loop.run(until: { d.closed && closing.closed == 1 }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.failures.count == 5)
+        #expect(server.connectionsOpen == 0)
+    }
+
+    @Test func clientClosesInsideDidReceive() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        let d = TestClient()
+        var c: HTTP2ClientConnection? = connectClient(loop, port: server.port, d)
+        d.onResponse = { conn, _ in conn.close(); c = nil }
+        let block = try makeBlock(path: "/x")
+        for k in 0..<5 { try c?.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") } }
+        #expect(loop.run(until: { d.closed && server.closed == 1 }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.responses == 1)
+        #expect(d.failures.count == 4)
+        #expect(c == nil)
+    }
+}
