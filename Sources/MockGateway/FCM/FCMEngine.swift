@@ -783,7 +783,8 @@ final class FCMStorage {
     let expiration = UnsafeMutableRawBufferPointer.allocate(byteCount: 32, alignment: 8)
     private let topic: UnsafeMutableRawBufferPointer
     /// Distinct churned token hashes (open addressing, filled to 3/4 at most).
-    private var churned: UnsafeMutablePointer<UInt64>
+    /// Allocated on the first churned token (512 KiB), so a gateway without `--token-churn` pays nothing.
+    private var churned: UnsafeMutablePointer<UInt64>?
     private var churnedCount = 0
     private static let churnCapacity = 1 << 16
 
@@ -792,8 +793,6 @@ final class FCMStorage {
         topic = .allocate(byteCount: max(1, t.count), alignment: 1)
         topic.copyBytes(from: t)
         topicCount = t.count
-        churned = .allocate(capacity: Self.churnCapacity)
-        churned.initialize(repeating: 0, count: Self.churnCapacity)
     }
 
     private let topicCount: Int
@@ -801,6 +800,11 @@ final class FCMStorage {
 
     /// Records a churned token; true the first time it is seen (while the table has room).
     func rememberChurned(_ hash: UInt64) -> Bool {
+        if churned == nil {
+            churned = .allocate(capacity: Self.churnCapacity)
+            churned!.initialize(repeating: 0, count: Self.churnCapacity)
+        }
+        let churned = churned!
         let key = hash | 1
         let mask = Self.churnCapacity - 1
         var i = Int(truncatingIfNeeded: key >> 7) & mask
@@ -818,7 +822,7 @@ final class FCMStorage {
         payload.deallocate()
         expiration.deallocate()
         topic.deallocate()
-        churned.deallocate()
+        churned?.deallocate()
     }
 }
 
