@@ -221,7 +221,15 @@ struct FCMEngine {
         // Most keys are unescaped: compare lengths, then bytes, without calling into the tape.
         if e.hasEscapes { return tape.stringEquals(at: k, a, in: body) }
         let n = a.utf8CodeUnitCount
-        return e.end - e.start == n && memcmp(body.baseAddress! + e.start, a.utf8Start, n) == 0
+        guard e.end - e.start == n else { return false }
+        // Field names are short: a byte loop beats a call to memcmp.
+        let p = a.utf8Start, q = body.baseAddress!.assumingMemoryBound(to: UInt8.self) + e.start
+        var i = 0
+        while i < n {
+            if p[i] != q[i] { return false }
+            i += 1
+        }
+        return true
     }
 
     @inline(__always)
@@ -703,14 +711,18 @@ struct FCMEngine {
 
     /// FCM registration tokens: letters, digits, `_`, `-`, `:`, `.`.
     static func isTokenText(_ raw: UnsafeRawBufferPointer) -> Bool {
-        for c in raw {
-            switch c {
-            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: ":"),
-                 UInt8(ascii: "."): continue
-            default: return false
-            }
+        // Tokens run to 150+ bytes: OR the rejections of the whole token, one branch at the end.
+        var bad: UInt8 = 0
+        var i = 0
+        let n = raw.count
+        while i < n {
+            let c = raw[i]
+            let lower = c | 0x20
+            let ok = (c &- 0x30 < 10) || (lower &- 0x61 < 26) || c == 0x5F || c == 0x2D || c == 0x3A || c == 0x2E
+            bad |= ok ? 0 : 1
+            i += 1
         }
-        return true
+        return bad == 0
     }
 
     // MARK: capture
