@@ -230,10 +230,11 @@ public struct GatewayStateMachine {
     }
 
     /// APNs' checks of `request` under `configuration`; with `checkPath` false the path, token and
-    /// unregistered-token checks are skipped (the FCM route checks the APNs request it builds this way).
+    /// unregistered-token checks are skipped (the FCM route checks the APNs request it builds this way); with
+    /// `checkJSON` false the body is not parsed again (the FCM route writes a JSON object by construction).
     @inline(__always)
     static func validateAPNs(_ request: borrowing GatewayRequest, configuration: GatewayConfiguration,
-                             checkPath: Bool) -> APNsReason? {
+                             checkPath: Bool, checkJSON: Bool = true) -> APNsReason? {
         if request.hasDuplicateHeader { return .duplicateHeaders }
         if let id = request.apnsID, APNsID(validating: id) == nil { return .badMessageId }
         guard let method = request.method, equals(method, "POST") else { return .methodNotAllowed }
@@ -268,7 +269,7 @@ public struct GatewayStateMachine {
         if body.count > PayloadLimits.apns(isVoIP ? .voip : .alert) { return .payloadTooLarge }
         // Apple documents no reason for a body that is not a JSON object; PayloadEmpty is the closest of
         // its strings (clients turn unknown reasons into errors), see docs/gateway.md.
-        if JSON.topLevelKind(body) != .object { return .payloadEmpty }
+        if checkJSON, JSON.topLevelKind(body) != .object { return .payloadEmpty }
         return nil
     }
 
