@@ -75,6 +75,26 @@ import CAllocCounter
         #expect(bad.status == 400 && bad.problem == .reservedDataKey)
     }
 
+    /// The Apple payload is not parsed again by the APNs checks, so it must be a JSON object by construction.
+    @Test func everyCapturedPayloadIsAJSONObject() throws {
+        var h = try Harness(["--capture", "100"])
+        let bodies = [fcmSeedMessage,
+                      fcmMessage(#""data":{"a":"x\"y\\z\u00e9","b":""},"apns":{"payload":{"aps":{"alert":"plain","sound":{"critical":1,"name":"s"}},"k":[1,{"n":null}],"k":true}}"#),
+                      fcmMessage(#""notification":{"title":"\u2603","body":"b","badge":3},"apns":{"payload":{"aps":{"alert":{"subtitle":"s"},"thread-id":"t"}},"fcm_options":{"image":"https://i"}}"#),
+                      #"{"message":{"topic":"news","data":{"x":"1","x":"2"}}}"#,
+                      #"{"message":{"condition":"'a' in topics","apns":{"live_activity_token":"lat","payload":{"aps":{"event":"update","content-state":{}}}}}}"#]
+        for body in bodies { #expect(h.fcm(fcmRequest(body)).status == 200, "\(body)") }
+        let captured = h.stats.fcm.captured
+        #expect(captured.count == bodies.count)
+        for push in captured {
+            let o = try JSONSerialization.jsonObject(with: Data(push.payload.utf8)) as? [String: Any]
+            #expect(o?["aps"] is [String: Any], "\(push.payload)")
+        }
+        // Repeated keys: the last one wins.
+        #expect(captured[3].payload.contains(#""x":"2""#) && !captured[3].payload.contains(#""x":"1""#))
+        #expect(captured[1].payload.contains(#""k":true"#) && !captured[1].payload.contains(#""k":[1"#))
+    }
+
     // MARK: every refusal
 
     @Test(arguments: [

@@ -498,7 +498,8 @@ struct FCMEngine {
             return built
         }
         r.body = UnsafeRawBufferPointer(rebasing: storage.payload[0..<w.count])
-        if let reason = GatewayStateMachine.validateAPNs(r, configuration: configuration, checkPath: false) {
+        if let reason = GatewayStateMachine.validateAPNs(r, configuration: configuration, checkPath: false,
+                                                           checkJSON: false) {
             if reason == .payloadTooLarge {
                 let limit = equals(r.pushType!, "voip") ? 5120 : 4096
                 built.problem = .error(.invalidArgument, .payloadTooBig, FCMInlineText(), UInt64(w.count), UInt64(limit))
