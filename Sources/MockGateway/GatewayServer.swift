@@ -149,6 +149,9 @@ struct Delayed {
 /// One event loop of the gateway: the adapter between `HTTP2Server` and ``GatewayStateMachine``.
 /// Loop-confined: created, used and released on its own thread.
 final class GatewayLoop: HTTP2ServerDelegate {
+    /// Bodies up to this size are read and answered (413 over 4096/5120 bytes); only a larger one is
+    /// reset by the transport (CANCEL), since it must be buffered whole before the gateway sees it.
+    static let maxRequestBody = 8 << 20
     let loop: EventLoop
     var server: HTTP2Server!
     var machine: GatewayStateMachine
@@ -208,6 +211,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
         let gateway = GatewayLoop(loop: loop, machine: machine, allCounters: counters)
         var serverConfig = HTTP2ServerConfiguration()
         serverConfig.maxConcurrentStreams = Int(configuration.maxConcurrentStreams)
+        serverConfig.maxRequestBodySize = GatewayLoop.maxRequestBody
         serverConfig.reusePort = configuration.threads > 1
         let server = HTTP2Server(loop: loop, configuration: serverConfig, delegate: gateway)
         gateway.server = server
@@ -271,8 +275,15 @@ final class GatewayLoop: HTTP2ServerDelegate {
         if let deadline = entry.state.goawayDeadline {
             let id = connection.id
             let timer = LoopTimer(loop: loop) { [unowned self, unowned connection] in
-                guard let entry = self.connections[id],
-                      let reason = self.machine.goawayDue(connection: &entry.state, now: self.loop.now) else { return }
+                guard let entry = self.connections[id] else { return }
+                let now = self.loop.now
+                // libuv's clock is whole milliseconds cached per loop turn, so the timer may fire a
+                // little before the nanosecond deadline: wait the rest rather than miss the GOAWAY.
+                if let deadline = entry.state.goawayDeadline, now < deadline {
+                    entry.timer?.start(afterMilliseconds: (deadline - now) / 1_000_000 + 1)
+                    return
+                }
+                guard let reason = self.machine.goawayDue(connection: &entry.state, now: now) else { return }
                 connection.goAway(errorCode: 0, debugData: self.reasonBody(reason))
             }
             timer.setKeepsLoopAlive(false)
@@ -458,6 +469,7 @@ public final class GatewayLoopHandler {
                               allCounters: [counters])
         var serverConfig = HTTP2ServerConfiguration()
         serverConfig.maxConcurrentStreams = Int(configuration.maxConcurrentStreams)
+        serverConfig.maxRequestBodySize = GatewayLoop.maxRequestBody
         server = HTTP2Server(loop: loop, configuration: serverConfig, delegate: gateway)
         gateway.server = server
         gateway.delayTimer = try PreciseTimer(loop: loop) { [unowned gateway] _ in gateway.delayTimerFired() }

@@ -24,18 +24,32 @@ conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=T
 conn.initiate_connection()
 sock.sendall(conn.data_to_send())
 
-streams, settings, goaway, closed, pending = {}, [], None, False, set()
+streams, settings, goaway, closed, pending, error = {}, [], None, False, set(), None
 
 
 def send(req):
     sid = conn.get_next_available_stream_id()
     body = req.get("body", "").encode()
+    if "body_size" in req:
+        body = b'{"a":"' + b"x" * (req["body_size"] - 8) + b'"}'
+
     end = len(body) == 0
-    conn.send_headers(sid, [tuple(h) for h in req["headers"]], end_stream=end)
-    if not end:
-        conn.send_data(sid, body, end_stream=True)
     streams[sid] = {"status": None, "headers": [], "data_frames": 0, "body": "", "ended_on_headers": False, "reset": None}
     pending.add(sid)
+    conn.send_headers(sid, [tuple(h) for h in req["headers"]], end_stream=end)
+    if not end:
+        offset = 0
+        while offset < len(body):
+            window = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
+            if window <= 0:
+                sock.sendall(conn.data_to_send())
+                pump()
+                if closed or sid not in pending:
+                    return
+                continue
+            chunk = body[offset:offset + window]
+            offset += len(chunk)
+            conn.send_data(sid, chunk, end_stream=offset >= len(body))
     sock.sendall(conn.data_to_send())
 
 
@@ -103,9 +117,10 @@ try:
     linger = time.time() + spec.get("linger", 0.3)
     while not closed and time.time() < linger:
         pump()
-except (ConnectionError, OSError, h2.exceptions.ProtocolError):
+except (ConnectionError, OSError, h2.exceptions.ProtocolError) as e:
     closed = True
+    error = repr(e)
 
 print(json.dumps({"streams": streams, "goaway": goaway, "settings": settings, "closed": closed,
-                  "pending": sorted(pending)}))
+                  "pending": sorted(pending), "error": error}))
 """#

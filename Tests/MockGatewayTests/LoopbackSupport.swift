@@ -121,6 +121,8 @@ struct ProbeResult {
     var settings: [(Int, Int)]
     var closed: Bool
     var pending: Int
+    /// The exception that ended the probe early, if any.
+    var error: String?
 }
 
 /// A request for the probe: pseudo-headers first; `path` nil leaves `:path` out.
@@ -157,7 +159,8 @@ func probe(port: Int, _ requests: [[String: Any]], sequential: Bool = false, lin
     }
     return ProbeResult(streams: streams, goaway: goaway,
                        settings: (o["settings"] as! [[Int]]).map { ($0[0], $0[1]) },
-                       closed: o["closed"] as! Bool, pending: (o["pending"] as! [Any]).count)
+                       closed: o["closed"] as! Bool, pending: (o["pending"] as! [Any]).count,
+                       error: o["error"] as? String)
 }
 
 struct ProbeError: Error, CustomStringConvertible {

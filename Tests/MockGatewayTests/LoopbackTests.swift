@@ -50,6 +50,16 @@ import MockGateway
         }
     }
 
+    @Test func hugeBodyIsAnswered413NotReset() throws {
+        try withGateway { gateway in
+            var request = probeRequest()
+            request["body_size"] = 2 << 20
+            let r = try probe(port: gateway.port, [request], timeout: 60)
+            let s = try #require(r.streams.first)
+            #expect(s.reset == nil && s.status == 413 && s.body == #"{"reason":"PayloadTooLarge"}"#)
+        }
+    }
+
     @Test func unregisteredAnswers410WithMillisecondTimestamp() throws {
         try withGateway(["--unregistered", "1"]) { gateway in
             let r = try probe(port: gateway.port, [probeRequest()])
@@ -93,7 +103,7 @@ import MockGateway
         try withGateway(["--goaway-after", "200ms"]) { gateway in
             let r = try probe(port: gateway.port, [probeRequest()], linger: 3)
             #expect(r.streams.first?.status == 200)
-            #expect(r.goaway?.debug == #"{"reason":"Shutdown"}"#)
+            #expect(r.goaway?.debug == #"{"reason":"Shutdown"}"#, "\(r.error ?? "")")
         }
     }
 
