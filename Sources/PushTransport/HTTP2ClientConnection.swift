@@ -326,6 +326,8 @@ public final class HTTP2ClientConnection: HTTP2Session {
         defer { nghttp2_option_del(opt) }
         // Our own cap enforces the peer's limit; nghttp2's default (100 until SETTINGS) would only queue.
         nghttp2_option_set_peer_max_concurrent_streams(opt, 100)
+        // Closed streams are kept only for the priority tree, which we do not use.
+        nghttp2_option_set_no_closed_streams(opt, 1)
         var mem = memory.table
         var s: OpaquePointer?
         let r = nghttp2_session_client_new3(&s, cbs, userData, opt, &mem)

@@ -131,6 +131,35 @@ import Testing
         client.close()
     }
 
+    @Test func neverIndexedResponseHeadersArrive() throws {
+        final class NoIndex: HTTP2ServerDelegate {
+            func server(_ server: HTTP2Server, didReceive r: HTTP2ServerRequest) {
+                let id = r.headers.first(named: "apns-id")!
+                r.connection.respond(to: r.streamID, status: 200) { h in h.addNeverIndexed("apns-id", id) }
+            }
+        }
+        let loop = try EventLoop()
+        let delegate = NoIndex()
+        let server = HTTP2Server(loop: loop, delegate: delegate)
+        let port = try server.listen(host: "127.0.0.1", port: 0)
+        final class Echo: HTTP2ClientDelegate {
+            var ids: [String] = []
+            var connected = false
+            func connectionDidConnect(_ c: HTTP2ClientConnection, peerSettings: HTTP2Settings) { connected = true }
+            func connection(_ c: HTTP2ClientConnection, didReceive r: HTTP2Response) {
+                ids.append(r.headers.first(named: "apns-id")?.pbString ?? "-")
+            }
+        }
+        let echo = Echo()
+        let client = HTTP2ClientConnection(loop: loop, delegate: echo)
+        client.connect(host: "127.0.0.1", port: port)
+        #expect(loop.run(until: { echo.connected }, timeoutNanoseconds: 10 * seconds))
+        let block = try makeBlock(path: "/x")
+        for k in 0..<3 { try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id-\(k)") } }
+        #expect(loop.run(until: { echo.ids.count == 3 }, timeoutNanoseconds: 10 * seconds))
+        #expect(Set(echo.ids) == ["id-0", "id-1", "id-2"])
+    }
+
     @Test func missingPerRequestValueIsRefused() throws {
         let loop = try EventLoop()
         let server = try TestServer(loop: loop)
