@@ -1,3 +1,13 @@
+import Foundation
+import LoadGenerator
+import MockGateway
+import PushMetrics
+import PushPayload
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The requested send rate: requests per second (open loop) or `max` (closed loop).
 public enum RateOption: Equatable, Sendable {
     /// Open loop: request k is due at t0 + k / rate.
@@ -66,6 +76,8 @@ public struct RunOptions: Equatable, Sendable {
     public var sendOversize: Bool = false
     /// `--seed`: seed for synthetic tokens and message ids.
     public var seed: UInt64 = 1
+    /// `--pace-quantum`: pacing timer granularity in seconds; nil is automatic (see ``LoadConfiguration``).
+    public var paceQuantumSeconds: Double?
     /// Options for the embedded gateway (`--gateway-arg`, repeatable), passed through verbatim.
     public var gatewayArguments: [String] = []
 
@@ -83,7 +95,7 @@ public struct RunCommand: PushbenchCommand {
         .value("--encoder"), .value("--payload"), .value("--tokens"), .value("--topic"), .value("--push-type"),
         .value("--priority"), .value("--expiration"), .value("--collapse-id"), .value("--project"),
         .value("--out"), .value("--label"), .flag("--quiet"), .flag("--json"), .value("--retry"),
-        .flag("--send-oversize"), .value("--seed"), .value("--gateway-arg", repeats: true),
+        .flag("--send-oversize"), .value("--seed"), .value("--gateway-arg", repeats: true), .value("--pace-quantum"),
     ]
     public static let help = """
     USAGE: pushbench [run] [options]
@@ -216,6 +228,11 @@ public struct RunCommand: PushbenchCommand {
             guard let s = UInt64(seed) else { throw UsageError("--seed: '\(seed)' is not a whole number") }
             o.seed = s
         }
+        if let q = a.value("--pace-quantum"), q != "auto" {
+            let seconds = try ValueParser.duration(q, option: "--pace-quantum")
+            guard seconds <= 0.01 else { throw UsageError("--pace-quantum: '\(q)' is over 10ms") }
+            o.paceQuantumSeconds = seconds
+        }
         o.gatewayArguments = a.allValues("--gateway-arg")
         if o.target != nil && !o.gatewayArguments.isEmpty {
             throw UsageError("--gateway-arg: only applies to the embedded gateway, not with --target")
@@ -224,7 +241,289 @@ public struct RunCommand: PushbenchCommand {
     }
 
     public func run() -> Int32 {
-        printError("pushbench run: not yet: the load generator has not landed (options were valid)")
-        return 1
+        RunExecution(options: options).execute()
+    }
+}
+
+/// Set by the SIGINT handler during a run: the run ends early and still writes every file.
+/// A global because a C signal handler cannot capture context; an Atomic, so it is safe to touch from it.
+let interruptRequested = Atomic<Bool>(false)
+
+/// One `pushbench run`: input checks (exit 2), the embedded gateway, the load run per encoder, the
+/// results folder, the printout.
+struct RunExecution {
+    let options: RunOptions
+
+    /// A bad input (exit 2) or an unreachable target (exit 3), with the message to print.
+    struct Failure: Error {
+        var status: Int32
+        var message: String
+    }
+
+    func execute() -> Int32 {
+        do {
+            let (template, tokens, limit) = try loadInputs()
+            var status: Int32 = 0
+            for encoder in options.encoders {
+                let label = options.encoders.count > 1 ? "\(options.label)-\(encoder)" : options.label
+                status = try runOnce(encoder: EncoderVariant(rawValue: encoder)!, label: label, template: template,
+                                     tokens: tokens, limit: limit)
+                if status != 0 || interruptRequested.load(ordering: .relaxed) { break }
+            }
+            return status
+        } catch {
+            printError("pushbench run: \(error.message)")
+            return error.status
+        }
+    }
+
+    /// The payload template, the tokens and the size limit, or exit 2 naming the file, line and reason.
+    /// A template that can exceed the limit still loads: each request over it is counted PayloadTooLarge
+    /// and not sent (or sent with --send-oversize), as the run's contract says.
+    private func loadInputs() throws(Failure) -> (PayloadTemplate, DeviceTokens, Int) {
+        let tokens: DeviceTokens
+        switch options.tokens {
+        case .synthetic(let n):
+            tokens = DeviceTokens(synthetic: n, seed: options.seed)
+        case .file(let path):
+            do { tokens = try DeviceTokens(path: path) } catch { throw Failure(status: 2, message: error.description) }
+            guard tokens.count > 0 else { throw Failure(status: 2, message: "\(path): no device tokens in the file") }
+        }
+        let proto = PushProtocol(rawValue: options.pushProtocol)!
+        let pushType = APNsPushType(rawValue: options.pushType) ?? .alert
+        let limit = PayloadLimits.limit(for: proto, pushType: pushType)
+        do throws(TemplateError) {
+            let template = try PayloadTemplate.forRun(path: options.payloadFile, protocol: proto, pushType: pushType,
+                                                      maxTokenLength: max(64, tokens.maxLength),
+                                                      allowOversize: true)
+            return (template, tokens, limit)
+        } catch {
+            throw Failure(status: 2, message: error.description)
+        }
+    }
+
+    /// Where to connect: (numeric host, port, authority).
+    private func resolveTarget(_ url: String) throws(Failure) -> (String, Int, String) {
+        if url.hasPrefix("https://") {
+            throw Failure(status: 2, message: "--target: '\(url)': TLS is not supported yet; use http:// (h2c, prior knowledge)")
+        }
+        var rest = Substring(url.dropFirst("http://".count))
+        if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
+        var host: Substring, portText: Substring?
+        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            portText = after.hasPrefix(":") ? after.dropFirst() : nil
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = rest[..<colon]
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = rest
+            portText = nil
+        }
+        guard !host.isEmpty else { throw Failure(status: 2, message: "--target: '\(url)' has no host") }
+        let port: Int
+        if let portText {
+            guard let p = Int(portText), p > 0 && p < 65536 else {
+                throw Failure(status: 2, message: "--target: '\(url)': '\(portText)' is not a port")
+            }
+            port = p
+        } else {
+            port = 80
+        }
+        let authority = String(rest)
+        // The transport connects to numeric addresses; resolve a name once, before any traffic.
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(String(host), nil, &hints, &list)
+        guard rc == 0, let first = list else {
+            throw Failure(status: 3, message: "--target: cannot resolve '\(host)': \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(list) }
+        var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        guard getnameinfo(first.pointee.ai_addr, first.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0,
+                          NI_NUMERICHOST) == 0 else {
+            throw Failure(status: 3, message: "--target: cannot resolve '\(host)'")
+        }
+        let numeric = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return (numeric, port, authority)
+    }
+
+    private func runOnce(encoder: EncoderVariant, label: String, template: PayloadTemplate, tokens: DeviceTokens,
+                         limit: Int) throws(Failure) -> Int32 {
+        var gateway: EmbeddedGateway?
+        let host: String, port: Int, authority: String
+        if let target = options.target {
+            (host, port, authority) = try resolveTarget(target)
+        } else {
+            let gatewayConfig: GatewayConfiguration
+            do { gatewayConfig = try GatewayConfiguration.parse(options.gatewayArguments) } catch {
+                throw Failure(status: 2, message: "--gateway-arg: \(error.message)")
+            }
+            do { gateway = try EmbeddedGateway.start(gatewayConfig) } catch {
+                throw Failure(status: 3, message: "cannot start the embedded gateway: \(error)")
+            }
+            host = gateway!.host
+            port = gateway!.port
+            authority = "\(host):\(port)"
+        }
+        defer { gateway?.stop() }
+
+        var config = LoadConfiguration(host: host, port: port, authority: authority, template: template, tokens: tokens)
+        config.pushProtocol = PushProtocol(rawValue: options.pushProtocol)!
+        if case .perSecond(let n) = options.rate { config.rate = n } else { config.rate = nil }
+        config.durationNs = UInt64(options.durationSeconds * 1e9)
+        config.warmupNs = UInt64(options.warmupSeconds * 1e9)
+        config.requests = options.requests
+        config.connections = options.connections
+        config.streams = options.streams
+        config.threads = options.threads
+        config.encoder = encoder
+        config.payloadLimit = limit
+        config.sendOversize = options.sendOversize
+        config.topic = options.topic
+        config.pushType = options.pushType
+        config.priority = options.priority
+        config.expiration = options.expiration
+        config.collapseID = options.collapseID
+        config.project = options.project
+        config.retries = options.retries
+        config.seed = options.seed
+        if let q = options.paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
+
+        var display = ProgressDisplay(quiet: options.quiet, json: options.json)
+        interruptRequested.store(false, ordering: .relaxed)
+        let previous = signal(SIGINT) { _ in
+            // A second Ctrl-C while the results are being written ends the process at once.
+            if interruptRequested.exchange(true, ordering: .relaxed) { _exit(130) }
+        }
+        defer { signal(SIGINT, previous) }
+        // A parent may have started us with SIGINT blocked (posix_spawn inherits the mask); Ctrl-C must work.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        let result: LoadResult
+        do {
+            result = try LoadRun.run(config, progress: { snapshot, elapsed in display.show(snapshot, elapsed: elapsed) },
+                                     shouldStop: { interruptRequested.load(ordering: .relaxed) })
+        } catch {
+            display.finish()
+            throw Failure(status: error.unreachable ? 3 : 1,
+                          message: error.unreachable ? "target unreachable: \(error.description)" : error.description)
+        }
+        display.finish()
+        let gatewayStats = gateway?.stop()
+
+        let record = makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
+        let folder: URL
+        do {
+            folder = try ResultsWriter.write(record, root: URL(fileURLWithPath: options.outputRoot))
+        } catch {
+            throw Failure(status: 1, message: "cannot write the results: \(error)")
+        }
+        if options.json {
+            printOut(ResultsWriter.summaryJSON(record, runID: folder.lastPathComponent).render())
+        } else if !options.quiet {
+            printSummary(record, result: result, folder: folder)
+        }
+        return 0
+    }
+
+    private func makeRecord(_ r: LoadResult, config: LoadConfiguration, label: String, gatewayStats: GatewayStats?) -> RunRecord {
+        var extra: [(String, JSONValue)] = [
+            ("warmup_s", .double(options.warmupSeconds)),
+            ("tokens", .int(Int64(config.tokens.count))),
+            ("payload", .string(options.payloadFile ?? "default")),
+            ("retry", .int(Int64(options.retries))),
+            ("send_oversize", .bool(options.sendOversize)),
+        ]
+        if let n = options.requests { extra.insert(("requests", .int(Int64(n))), at: 0) }
+        let runConfig = RunConfig(
+            target: options.target ?? "embedded", protocolName: options.pushProtocol, rps: config.rate,
+            durationSeconds: options.requests == nil ? options.durationSeconds : nil, connections: options.connections,
+            streams: options.streams, threads: options.threads, encoder: config.encoder.rawValue, extra: extra)
+        var record = RunRecord(label: label, startedAt: r.measuredStart, config: runConfig, version: PushbenchMain.version)
+        record.counts = Self.counts(r.measured)
+        record.measuredSeconds = r.measuredSeconds
+        record.latency = r.latency
+        record.serviceTime = r.serviceTime
+        record.intervals = r.intervals
+        record.cpuUserSeconds = r.cpuUser
+        record.cpuSystemSeconds = r.cpuSystem
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        record.maxRSSBytes = Int64(usage.ru_maxrss) * 1024
+        record.interrupted = r.interrupted
+        let m = r.measured, w = r.warmup
+        var more: [(String, JSONValue)] = [
+            ("warmup", Self.counts(w).json),
+            ("accounting", .object([
+                ("consistent", .bool(m.check() && w.check())),
+                ("retries", .int(Int64(m.retries + w.retries))),
+                ("not_sent", .int(Int64(m.notSent))),
+                ("oversize_not_sent", .int(Int64(m.oversizeNotSent))),
+            ])),
+            ("backlog", .object([("max", .int(Int64(r.maxBacklog))), ("blocked", .int(Int64(r.blocked)))])),
+            ("in_flight_max", .int(Int64(r.maxInFlight))),
+            ("connections", .object([
+                ("opened", .int(Int64(r.connectionsOpened))), ("goaways", .int(Int64(r.goaways))),
+                ("lost", .int(Int64(r.connectionsLost))), ("connect_failures", .int(Int64(r.connectFailures))),
+                ("peer_max_concurrent_streams", r.peerMaxStreams.map { .int(Int64($0)) } ?? .null),
+            ])),
+            ("cpu_process", .object([
+                ("user_s", .double(Self.seconds(usage.ru_utime))), ("sys_s", .double(Self.seconds(usage.ru_stime))),
+            ])),
+        ]
+        if let g = gatewayStats {
+            let clientAttempts = Int64(m.sent + w.sent + m.retries + w.retries)
+            let clientAnswered = Int64(m.completed + w.completed)
+            var byStatus: [(String, JSONValue)] = []
+            for k in g.byStatus.keys.sorted() { byStatus.append((String(k), .int(Int64(g.byStatus[k]!)))) }
+            var byReason: [(String, JSONValue)] = []
+            for k in g.byReason.keys.sorted() { byReason.append((k, .int(Int64(g.byReason[k]!)))) }
+            more.append(("gateway", .object([
+                ("received", .int(Int64(g.requests))), ("by_status", .object(byStatus)), ("by_reason", .object(byReason)),
+                ("connections_total", .int(Int64(g.connectionsTotal))), ("goaways", .int(Int64(g.goaways))),
+                ("drops", .int(Int64(g.drops))), ("bytes_in", .int(Int64(g.bytesIn))),
+            ])))
+            // Every response the client counted was received by the gateway, and the gateway received no
+            // request the client did not send: answered <= received <= attempts.
+            more.append(("reconciliation", .object([
+                ("client_attempts", .int(clientAttempts)), ("client_answered", .int(clientAnswered)),
+                ("gateway_received", .int(Int64(g.requests))),
+                ("consistent", .bool(clientAnswered <= Int64(g.requests) && Int64(g.requests) <= clientAttempts)),
+            ])))
+        }
+        record.extra = more
+        return record
+    }
+
+    static func counts(_ t: Tally) -> RequestCounts {
+        var c = RequestCounts()
+        c.sent = Int64(t.sent); c.completed = Int64(t.completed); c.succeeded = Int64(t.succeeded)
+        c.failed = Int64(t.failed); c.transportErrors = Int64(t.transportErrors); c.unfinished = Int64(t.unfinished)
+        c.byStatus = t.statusCounts.mapValues { Int64($0) }
+        c.byReason = t.reasonCounts.mapValues { Int64($0) }
+        return c
+    }
+
+    static func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+
+    private func printSummary(_ record: RunRecord, result r: LoadResult, folder: URL) {
+        let c = record.counts
+        let f = ProgressDisplay.fixed
+        let target = record.config.rps.map { "target \($0)" } ?? "closed loop"
+        printOut("\(folder.path)\(record.interrupted ? "  (interrupted)" : "")")
+        printOut("  requests   sent \(c.sent)  ok \(c.succeeded)  failed \(c.failed)  transport errors \(c.transportErrors)"
+                 + "  unfinished \(c.unfinished)\(r.measured.notSent > 0 ? "  not sent \(r.measured.notSent)" : "")")
+        printOut("  throughput \(f(record.achievedRPS, 1)) rps (\(target))  backlog max \(r.maxBacklog)"
+                 + "  client cpu \(f(record.cpuUserSeconds + record.cpuSystemSeconds, 2)) s")
+        for (name, h) in [("latency   ", record.latency), ("service   ", record.serviceTime)] {
+            let ms = { (v: Int64) in ProgressDisplay.milliseconds(Int(v)) }
+            printOut("  \(name) p50 \(ms(h.valueAtPercentile(50)))  p90 \(ms(h.valueAtPercentile(90)))"
+                     + "  p99 \(ms(h.valueAtPercentile(99)))  p99.9 \(ms(h.valueAtPercentile(99.9)))  max \(ms(h.max))")
+        }
     }
 }

@@ -1,0 +1,38 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A source of monotonic time in nanoseconds. The driver reads time only through this, so tests can
+/// drive the pacer and the coordinated-omission correction with a ``ManualClock``.
+public protocol NanoClock: AnyObject {
+    /// Monotonic time in nanoseconds (arbitrary origin, never goes back).
+    func now() -> UInt64
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of every real run (never Foundation's Date).
+public final class MonotonicClock: NanoClock, Sendable {
+    /// The shared instance.
+    public static let shared = MonotonicClock()
+    /// Creates the clock.
+    public init() {}
+    /// CLOCK_MONOTONIC now, in nanoseconds.
+    @inline(__always) public func now() -> UInt64 { MonotonicClock.nanoseconds() }
+    /// CLOCK_MONOTONIC now, in nanoseconds, without an instance.
+    @inline(__always) public static func nanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+}
+
+/// A clock that moves only when told to: for tests of the pacer and the driver.
+public final class ManualClock: NanoClock {
+    /// The current time in nanoseconds.
+    public var time: UInt64
+    /// Creates a clock reading `time`.
+    public init(_ time: UInt64 = 1_000_000_000) { self.time = time }
+    /// The current time.
+    public func now() -> UInt64 { time }
+    /// Moves the clock forward by `ns`.
+    public func advance(_ ns: UInt64) { time += ns }
+}

@@ -1,0 +1,238 @@
+import PushPayload
+import PushTransport
+
+/// One driver thread's connections to the target, seen by the driver as a ``RequestPort``: a request
+/// goes on the next connection (round robin) with a free stream, streams capped by
+/// min(--streams, the peer's SETTINGS_MAX_CONCURRENT_STREAMS) as it changes. A connection that gets
+/// GOAWAY or drops is replaced by a new one; the streams it cut off come back as failures, which the
+/// driver retries (`--retry`) or counts as transport errors.
+final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
+    private let loop: EventLoop
+    private let config: LoadConfiguration
+    private unowned(unsafe) let core: DriverCore
+    private let onChange: () -> Void
+    private let block: HTTP2HeaderBlock
+    private let encoder: any PayloadEncoder
+    private let clientConfig: HTTP2ClientConfiguration
+    private var rng: PushRandom
+    private let pathPrefix: [UInt8]
+
+    private(set) var active: [HTTP2ClientConnection] = []
+    private var retired: [HTTP2ClientConnection] = []
+    private var cursor = 0
+    private unowned(unsafe) var preferred: HTTP2ClientConnection?
+    private var reconnectTimer: LoopTimer?
+    private var needsReconnect = false
+    private var closing = false
+    // Connections that will take no more requests (GOAWAY, closed, failed to connect): replaced by the
+    // reconnect timer.
+    private var dead: Set<ObjectIdentifier> = []
+    // Retired connections that have closed and can be released.
+    private var closed: Set<ObjectIdentifier> = []
+
+    /// Connections that connected at the first attempt, and those that could not.
+    private(set) var initialConnected = 0
+    private(set) var initialFailed = 0
+    private(set) var firstError: String?
+    /// Connections opened in all (reconnects included), GOAWAYs received, connections lost, failed connects.
+    private(set) var opened = 0, goaways = 0, lost = 0, connectFailures = 0
+    /// Lowest and latest peer SETTINGS_MAX_CONCURRENT_STREAMS seen.
+    private(set) var peerMaxStreamsLowest = Int.max, peerMaxStreamsLatest = 0
+
+    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onChange: @escaping () -> Void) throws {
+        self.loop = loop
+        self.config = config
+        self.core = core
+        self.onChange = onChange
+        var cc = HTTP2ClientConfiguration()
+        cc.maxConcurrentStreams = config.streams
+        // Each stream slot holds one whole payload; round the template's worst case up to a page.
+        cc.slotBodyCapacity = max(1024, (config.template.maxLength + 4095) / 4096 * 4096)
+        cc.connectTimeoutMilliseconds = config.connectTimeoutMilliseconds
+        clientConfig = cc
+        encoder = makePayloadEncoder(config.encoder, template: config.template)
+        rng = PushRandom(seed: config.seed &+ UInt64(thread) &* 0x9E37_79B9_7F4A_7C15)
+        switch config.pushProtocol {
+        case .apns:
+            var headers: [(String, String)] = [("apns-topic", config.topic), ("apns-push-type", config.pushType)]
+            if let p = config.priority { headers.append(("apns-priority", String(p))) }
+            if let e = config.expiration { headers.append(("apns-expiration", String(e))) }
+            if let c = config.collapseID { headers.append(("apns-collapse-id", c)) }
+            block = try HTTP2HeaderBlock.request(authority: config.authority, path: nil, headers: headers,
+                                                 perRequestHeaders: ["apns-id"])
+            pathPrefix = Array("/3/device/".utf8)
+        case .fcm:
+            block = try HTTP2HeaderBlock.request(
+                authority: config.authority, path: "/v1/projects/\(config.project)/messages:send",
+                headers: [("content-type", "application/json"), ("authorization", "Bearer pushbench")])
+            pathPrefix = []
+        }
+    }
+
+    /// Opens every connection.
+    func connectAll() {
+        for _ in 0..<config.connections { active.append(open()) }
+        let timer = LoopTimer(loop: loop) { [unowned self] in self.reconnect() }
+        reconnectTimer = timer
+    }
+
+    private func open() -> HTTP2ClientConnection {
+        let c = HTTP2ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
+        c.connect(host: config.host, port: config.port)
+        opened += 1
+        return c
+    }
+
+    /// Replaces dead or GOAWAY'd connections (on a timer, so a target that refuses connections is not
+    /// hammered in a tight loop).
+    private func reconnect() {
+        guard !closing else { return }
+        needsReconnect = false
+        for i in active.indices where dead.contains(ObjectIdentifier(active[i])) {
+            retired.append(active[i])
+            active[i] = open()
+        }
+        retired.removeAll { c in
+            let id = ObjectIdentifier(c)
+            guard closed.contains(id) else { return false }
+            dead.remove(id)
+            closed.remove(id)
+            return true
+        }
+    }
+
+    private func scheduleReconnect(afterMilliseconds ms: UInt64) {
+        guard !closing, !needsReconnect, let reconnectTimer else { return }
+        needsReconnect = true
+        reconnectTimer.start(afterMilliseconds: ms)
+    }
+
+    /// Connections that are connected now.
+    var connectedCount: Int { active.reduce(0) { $0 + ($1.isConnected ? 1 : 0) } }
+
+    // MARK: RequestPort
+
+    func startRequest(slot: Int32, sequence: Int64) -> StartResult {
+        let n = active.count
+        var c: HTTP2ClientConnection?
+        // A stream freed by a response is refilled on the same connection, as h2load does: the new
+        // request joins the write batch of the connection being read, one writev instead of several.
+        if let p = preferred, p.availableStreams > 0 { c = p }
+        if c == nil { for _ in 0..<n {
+            let candidate = active[cursor]
+            cursor += 1
+            if cursor == n { cursor = 0 }
+            if candidate.availableStreams > 0 { c = candidate; break }
+        } }
+        guard let c else { return .noStream }
+        let token = config.tokens.token(Int(UInt64(bitPattern: sequence) % UInt64(config.tokens.count)))
+        let ctx = RequestContext(seq: UInt64(sequence), token: token, messageID: rng.uuid(),
+                                 badge: Int64(sequence % 99) + 1)
+        let length = config.template.encodedLength(ctx)
+        if length > clientConfig.slotBodyCapacity || (!config.sendOversize && length > config.payloadLimit) {
+            return .oversize
+        }
+        let encoder = self.encoder
+        let prefix = pathPrefix
+        let inPlace = config.encoder == .zerocopy
+        let apns = config.pushProtocol == .apns
+        do {
+            try c.submit(block, context: UInt64(slot)) { req in
+                if apns {
+                    req.setValue(0, capacity: prefix.count + token.count) { out in
+                        prefix.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                        (out.baseAddress! + prefix.count).copyMemory(from: token.baseAddress!, byteCount: token.count)
+                        return prefix.count + token.count
+                    }
+                    req.setValue(1, capacity: PushUUID.textLength) { out in
+                        ctx.messageID.write(to: out.baseAddress!)
+                        return PushUUID.textLength
+                    }
+                }
+                let n = encoder.encode(ctx, into: req.body) ?? 0
+                if inPlace {
+                    req.setBodyLength(n)
+                } else {
+                    // copy and foundation: the bytes go through nghttp2's read callback (copied into its frames).
+                    req.copyBody(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(req.body)[0..<n]))
+                }
+            }
+        } catch {
+            return .noStream
+        }
+        return .started
+    }
+
+    // MARK: HTTP2ClientDelegate
+
+    func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) {
+        if opened <= config.connections { initialConnected += 1 }
+        notePeer(peerSettings)
+        onChange()
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError) {
+        connectFailures += 1
+        dead.insert(ObjectIdentifier(connection))
+        closed.insert(ObjectIdentifier(connection))
+        if opened <= config.connections && initialConnected + initialFailed < config.connections {
+            initialFailed += 1
+            if firstError == nil { firstError = "\(config.host):\(config.port): \(error.message)" }
+        }
+        scheduleReconnect(afterMilliseconds: 100)
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didUpdatePeerSettings settings: HTTP2Settings) {
+        notePeer(settings)
+        onChange()
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway goAway: HTTP2GoAway) {
+        goaways += 1
+        dead.insert(ObjectIdentifier(connection))
+        scheduleReconnect(afterMilliseconds: 1)
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
+        let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body) : 0
+        core.responded(slot: Int32(truncatingIfNeeded: response.context), status: response.status, reason: reason)
+        preferred = connection
+        onChange()
+        preferred = nil
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) {
+        core.failed(slot: Int32(truncatingIfNeeded: failure.context))
+        onChange()
+    }
+
+    func connectionDidClose(_ connection: HTTP2ClientConnection, error: TransportError) {
+        if error.kind != .closedLocally { lost += 1 }
+        dead.insert(ObjectIdentifier(connection))
+        closed.insert(ObjectIdentifier(connection))
+        scheduleReconnect(afterMilliseconds: 1)
+    }
+
+    private func notePeer(_ s: HTTP2Settings) {
+        peerMaxStreamsLatest = s.maxConcurrentStreams
+        peerMaxStreamsLowest = min(peerMaxStreamsLowest, s.maxConcurrentStreams)
+    }
+
+    /// Drops the connections and the timer (after ``closeAll()``), so they are gone before the loop closes.
+    func release() {
+        closeAll()
+        active.removeAll()
+        retired.removeAll()
+        reconnectTimer = nil
+    }
+
+    /// Closes every connection without reporting anything more to the driver (its books are closed).
+    func closeAll() {
+        closing = true
+        reconnectTimer?.stop()
+        for c in active + retired {
+            c.delegate = nil
+            c.close()
+        }
+    }
+}

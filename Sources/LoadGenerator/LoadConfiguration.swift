@@ -1,0 +1,88 @@
+import PushPayload
+
+/// Everything a load run needs, resolved and validated (the CLI builds it from `RunOptions`).
+///
+/// ```swift
+/// var config = LoadConfiguration(host: "127.0.0.1", port: gateway.port, template: .defaultAPNs(),
+///                                tokens: DeviceTokens(synthetic: 1000))
+/// config.rate = 50_000
+/// config.durationNs = 10_000_000_000
+/// let result = try LoadRun.run(config)
+/// ```
+public struct LoadConfiguration: Sendable {
+    /// Numeric address of the target (IPv4 or IPv6).
+    public var host: String
+    /// Target port.
+    public var port: Int
+    /// `:authority` sent with every request (host:port by default).
+    public var authority: String
+    /// `apns` (POST /3/device/<token>) or `fcm` (POST /v1/projects/<project>/messages:send).
+    public var pushProtocol: PushProtocol = .apns
+    /// Requests per second for all threads together; nil is closed loop (`--rps max`).
+    public var rate: Int? = 1_000
+    /// Measured duration in ns (ignored when `requests` is set).
+    public var durationNs: UInt64 = 10_000_000_000
+    /// Warm-up in ns.
+    public var warmupNs: UInt64 = 0
+    /// Measured requests instead of a duration.
+    public var requests: Int?
+    /// Connections per driver thread.
+    public var connections = 8
+    /// Max concurrent streams per connection (the peer's SETTINGS may lower it).
+    public var streams = 100
+    /// Driver threads, each with its own event loop.
+    public var threads = 1
+    /// Payload encoder variant.
+    public var encoder: EncoderVariant = .zerocopy
+    /// The compiled payload template.
+    public var template: PayloadTemplate
+    /// Device tokens; request g uses token g mod count.
+    public var tokens: DeviceTokens
+    /// Payload size limit in bytes; larger payloads are counted PayloadTooLarge and not sent.
+    public var payloadLimit = 4096
+    /// Send payloads over `payloadLimit` anyway (to load-test the gateway's 413).
+    public var sendOversize = false
+    /// `apns-topic`.
+    public var topic = "com.example.pushbench"
+    /// `apns-push-type`.
+    public var pushType = "alert"
+    /// `apns-priority`.
+    public var priority: Int?
+    /// `apns-expiration`.
+    public var expiration: Int?
+    /// `apns-collapse-id`.
+    public var collapseID: String?
+    /// FCM project id.
+    public var project = "pushbench"
+    /// Resends allowed for a request cut off by a lost connection.
+    public var retries = 0
+    /// Seed of message ids.
+    public var seed: UInt64 = 1
+    /// How long to wait for responses after the last send before counting the rest unfinished.
+    public var drainTimeoutNs: UInt64 = 5_000_000_000
+    /// Pacing timer granularity in ns. 0 wakes the driver at every request's intended time; a larger
+    /// value wakes it at most once per quantum and sends everything due. Either way latency is measured
+    /// from the exact intended time, so a coarser step only adds its lateness (< one quantum) to it.
+    /// Default: ``automaticPacingQuantumNs`` (exact up to 20k rps per thread, 50 µs steps above: each
+    /// timerfd wakeup costs a few µs of CPU, and at 50k rps exact wakeups alone take ~40% of a core on a
+    /// 2-core VM, twice what 50 µs steps take; `pushbench-benchmarks pacer` measures both).
+    public var pacingQuantumNs: UInt64 = LoadConfiguration.automaticPacingQuantumNs
+    /// Marker for "choose the quantum from the rate".
+    public static let automaticPacingQuantumNs = UInt64.max
+    /// The quantum in force for `rate` requests/s per thread.
+    public func effectiveQuantumNs(perThreadRate rate: Double) -> UInt64 {
+        guard pacingQuantumNs == Self.automaticPacingQuantumNs else { return pacingQuantumNs }
+        return rate > 20_000 ? 50_000 : 0
+    }
+    /// Bound on TCP connect plus the peer's first SETTINGS.
+    public var connectTimeoutMilliseconds: UInt64 = 3_000
+
+    /// A configuration with the defaults of `pushbench run`.
+    public init(host: String, port: Int, authority: String? = nil, template: PayloadTemplate, tokens: DeviceTokens) {
+        self.host = host
+        self.port = port
+        self.authority = authority ?? (host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
+        self.template = template
+        self.tokens = tokens
+    }
+}

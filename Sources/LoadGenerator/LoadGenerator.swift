@@ -1,1 +1,0 @@
-// LoadGenerator module: see design.md "Layout".

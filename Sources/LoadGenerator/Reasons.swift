@@ -1,0 +1,79 @@
+/// The `reason` strings a push gateway answers with (APNs) and FCM's `errorCode`s, as a fixed table
+/// so a response's reason is counted by index, with no String made per response.
+public enum Reasons {
+    /// Index 0 is "no reason" (a success, or an error body without one); the last index is "Other".
+    public static let names: [String] = [
+        "",
+        // APNs (push-protocols.md §1.6)
+        "BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
+        "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken",
+        "MissingTopic", "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment",
+        "ExpiredProviderToken", "Forbidden", "InvalidProviderToken", "MissingProviderToken",
+        "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadPath", "MethodNotAllowed", "ExpiredToken",
+        "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests",
+        "InternalServerError", "ServiceUnavailable", "Shutdown",
+        // FCM errorCode (push-protocols.md §3.3)
+        "UNSPECIFIED_ERROR", "INVALID_ARGUMENT", "THIRD_PARTY_AUTH_ERROR", "SENDER_ID_MISMATCH", "UNREGISTERED",
+        "QUOTA_EXCEEDED", "INTERNAL", "UNAVAILABLE", "APNS_AUTH_ERROR",
+        "Other",
+    ]
+    /// Number of reason slots.
+    public static var count: Int { names.count }
+    /// Index of "Other": a reason not in the table.
+    public static var other: Int { names.count - 1 }
+    /// Index of "PayloadTooLarge" (counted locally for oversize payloads that are not sent).
+    public static let payloadTooLarge: Int = names.firstIndex(of: "PayloadTooLarge")!
+
+    private static let utf8Names: [[UInt8]] = names.map { Array($0.utf8) }
+
+    /// Finds the reason in an error body: APNs `{"reason":"BadDeviceToken"}` or FCM's
+    /// `"errorCode": "UNREGISTERED"`. Returns 0 when there is none, ``other`` when unknown.
+    /// Scans bytes only: no allocation, no JSON decoding (a body is one small object).
+    public static func index(inBody body: UnsafeRawBufferPointer) -> Int {
+        if let r = value(after: "\"reason\"", in: body) { return lookup(r) }
+        if let r = value(after: "\"errorCode\"", in: body) { return lookup(r) }
+        return 0
+    }
+
+    /// The reason index of `name`, or ``other``.
+    public static func index(of name: String) -> Int {
+        names.firstIndex(of: name) ?? other
+    }
+
+    private static func lookup(_ value: UnsafeRawBufferPointer) -> Int {
+        for i in 1..<(utf8Names.count - 1) {
+            let name = utf8Names[i]
+            if name.count == value.count && name.withUnsafeBytes({ memcmpEqual($0, value) }) { return i }
+        }
+        return other
+    }
+
+    @inline(__always) private static func memcmpEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        for i in 0..<a.count where a[i] != b[i] { return false }
+        return true
+    }
+
+    /// The bytes of the string value following `key` (`"key" : "value"`), if any.
+    private static func value(after key: StaticString, in body: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        let k = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+        guard body.count > k.count else { return nil }
+        var i = 0
+        while i + k.count <= body.count {
+            if body[i] == k[0] && memcmpEqual(k, UnsafeRawBufferPointer(rebasing: body[i..<(i + k.count)])) {
+                var j = i + k.count
+                while j < body.count && (body[j] == 0x20 || body[j] == 0x09 || body[j] == 0x0A || body[j] == 0x0D) { j += 1 }
+                guard j < body.count, body[j] == UInt8(ascii: ":") else { i += 1; continue }
+                j += 1
+                while j < body.count && (body[j] == 0x20 || body[j] == 0x09 || body[j] == 0x0A || body[j] == 0x0D) { j += 1 }
+                guard j < body.count, body[j] == UInt8(ascii: "\"") else { return nil }
+                let s = j + 1
+                var e = s
+                while e < body.count && body[e] != UInt8(ascii: "\"") { e += 1 }
+                guard e < body.count else { return nil }
+                return UnsafeRawBufferPointer(rebasing: body[s..<e])
+            }
+            i += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,76 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LoadGenerator
+
+/// The once-a-second progress display of a run: on a terminal one line redrawn in place, otherwise one
+/// plain line per second (for CI logs), nothing with `--quiet`.
+struct ProgressDisplay {
+    /// Where the line goes: stderr when stdout carries `--json`, else stdout.
+    let fd: Int32
+    /// Whether `fd` is a terminal (redraw in place with `\r` and erase-to-end-of-line).
+    let terminal: Bool
+    let enabled: Bool
+    private var lastSent = 0
+    private var lastElapsed = 0.0
+    private var drewLine = false
+
+    init(quiet: Bool, json: Bool) {
+        fd = json ? 2 : 1
+        terminal = isatty(fd) != 0
+        enabled = !quiet
+    }
+
+    /// Shows `snapshot` taken `elapsed` seconds after the run started.
+    mutating func show(_ snapshot: LiveSnapshot, elapsed: Double) {
+        guard enabled else { return }
+        let window = elapsed - lastElapsed
+        let rps = window > 0 ? Double(snapshot.sent - lastSent) / window : 0
+        lastSent = snapshot.sent
+        lastElapsed = elapsed
+        let line = ProgressDisplay.format(snapshot, elapsed: elapsed, rps: rps)
+        if terminal {
+            write("\r" + line + "\u{1B}[K")
+            drewLine = true
+        } else {
+            write(line + "\n")
+        }
+    }
+
+    /// Ends the redrawn line so what follows starts on a fresh line.
+    mutating func finish() {
+        if enabled && terminal && drewLine { write("\n") }
+        drewLine = false
+    }
+
+    /// One progress line, e.g. `  3.0s  sent 150000  50000 rps  in flight 12  backlog 0  p50 0.21 ms  p99 0.80 ms  errors 0`.
+    static func format(_ s: LiveSnapshot, elapsed: Double, rps: Double) -> String {
+        "\(fixed(elapsed, 1))s  sent \(s.sent)  \(Int(rps.rounded())) rps  in flight \(s.inFlight)  backlog \(s.backlog)"
+            + "  p50 \(milliseconds(s.p50Micros))  p99 \(milliseconds(s.p99Micros))  errors \(s.errors)"
+    }
+
+    static func milliseconds(_ micros: Int) -> String { fixed(Double(micros) / 1000, 2) + " ms" }
+
+    /// `value` with `digits` decimals, without Foundation's String(format:).
+    static func fixed(_ value: Double, _ digits: Int) -> String {
+        var scale = 1.0
+        for _ in 0..<digits { scale *= 10 }
+        let n = Int((abs(value) * scale).rounded())
+        let whole = n / Int(scale), frac = n % Int(scale)
+        var f = String(frac)
+        while f.count < digits { f = "0" + f }
+        return (value < 0 && n != 0 ? "-" : "") + String(whole) + (digits > 0 ? "." + f : "")
+    }
+
+    private func write(_ text: String) {
+        var t = text
+        t.withUTF8 { b in
+            var off = 0
+            while off < b.count {
+                let n = Glibc.write(fd, b.baseAddress! + off, b.count - off)
+                if n <= 0 { break }
+                off += n
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+/// `pushbench` as a new user runs it: the built binary (next to the test bundle; `swift build
+/// --build-tests` builds both), a temporary --out.
+@Suite(.serialized) struct CommandLineRunTests {
+    private static var binary: URL? {
+        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let candidate = exe.deletingLastPathComponent().appendingPathComponent("pushbench")
+        return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
+    }
+
+    private func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let bin = try #require(Self.binary, "build the pushbench binary first (swift build --build-tests)")
+        let p = Process()
+        p.executableURL = bin
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    private func tempDir() -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-test-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    @Test func defaultRunWritesACompleteResultsFolder() throws {
+        let out = tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try run(["--rps", "2000", "--duration", "2s", "--out", out.path, "--json"])
+        #expect(r.status == 0, "\(r.err)")
+        let latest = out.appendingPathComponent("latest")
+        for file in ["summary.json", "latency.hgrm", "latency.hlog", "timeline.csv", "report.svg"] {
+            #expect(FileManager.default.fileExists(atPath: latest.appendingPathComponent(file).path), "\(file)")
+        }
+        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("history.csv").path))
+        let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: latest.appendingPathComponent("summary.json"))) as? [String: Any]
+        let requests = try #require(summary?["requests"] as? [String: Any])
+        let sent = requests["sent"] as? Int ?? -1
+        #expect(sent == 4000)
+        #expect(sent == (requests["completed"] as? Int ?? 0) + (requests["transport_errors"] as? Int ?? 0)
+                + (requests["unfinished"] as? Int ?? 0))
+        #expect((summary?["reconciliation"] as? [String: Any])?["consistent"] as? Bool == true)
+        #expect((summary?["interrupted"] as? Bool) == false)
+        // --json: stdout is exactly summary.json.
+        let printed = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any]
+        #expect(printed?["run_id"] as? String == summary?["run_id"] as? String)
+        let timeline = try String(contentsOf: latest.appendingPathComponent("timeline.csv"), encoding: .utf8)
+        #expect(timeline.split(separator: "\n").count >= 3)
+    }
+
+    @Test func badInputExitsTwoBeforeAnyTraffic() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let template = dir.appendingPathComponent("payload.json")
+        try Data("{\"aps\": {\"alert\": \"hi\",}\n}".utf8).write(to: template)
+        let r = try run(["--payload", template.path, "--duration", "1s", "--out", dir.path, "--quiet"])
+        #expect(r.status == 2)
+        #expect(r.err.contains("payload.json:1:"))
+        let tokens = dir.appendingPathComponent("tokens.txt")
+        try Data("abcd\nnot-hex\n".utf8).write(to: tokens)
+        let t = try run(["--tokens", tokens.path, "--duration", "1s", "--out", dir.path, "--quiet"])
+        #expect(t.status == 2)
+        #expect(t.err.contains("tokens.txt:"))
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("latest").path))
+    }
+
+    @Test func oversizePayloadsAreCountedNotSentUnlessAskedTo() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let template = dir.appendingPathComponent("big.json")
+        let filler = String(repeating: "x", count: 5_000)
+        try Data("{\"aps\":{\"alert\":\"hi\"},\"filler\":\"\(filler)\"}".utf8).write(to: template)
+        func summary(_ extra: [String]) throws -> [String: Any] {
+            let r = try run(["--payload", template.path, "--rps", "200", "--duration", "1s", "--out", dir.path, "--quiet"] + extra)
+            #expect(r.status == 0, "\(r.err)")
+            let data = try Data(contentsOf: dir.appendingPathComponent("latest/summary.json"))
+            return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        }
+        let skipped = try summary([])
+        let req = try #require(skipped["requests"] as? [String: Any])
+        #expect(req["sent"] as? Int == 0)
+        #expect((req["by_reason"] as? [String: Any])?["PayloadTooLarge"] as? Int == 200)
+        #expect((skipped["accounting"] as? [String: Any])?["oversize_not_sent"] as? Int == 200)
+        let sent = try summary(["--send-oversize"])
+        let req2 = try #require(sent["requests"] as? [String: Any])
+        #expect(req2["sent"] as? Int == 200)
+        #expect((req2["by_status"] as? [String: Any])?["413"] as? Int == 200)
+        #expect((req2["by_reason"] as? [String: Any])?["PayloadTooLarge"] as? Int == 200)
+    }
+
+    @Test func unreachableTargetExitsThree() throws {
+        let dir = tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try run(["--target", "http://127.0.0.1:1", "--duration", "1s", "--out", dir.path, "--quiet"])
+        #expect(r.status == 3, "\(r.err)")
+        #expect(r.err.contains("127.0.0.1:1"))
+    }
+
+    @Test func sigintEndsTheRunAndStillWritesEverything() throws {
+        let out = tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let bin = try #require(Self.binary)
+        let p = Process()
+        p.executableURL = bin
+        p.arguments = ["--rps", "1000", "--duration", "60s", "--out", out.path, "--quiet"]
+        try p.run()
+        Thread.sleep(forTimeInterval: 2.5)
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let summaryURL = out.appendingPathComponent("latest/summary.json")
+        let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: summaryURL)) as? [String: Any]
+        #expect(summary?["interrupted"] as? Bool == true)
+        let requests = try #require(summary?["requests"] as? [String: Any])
+        #expect((requests["sent"] as? Int ?? 0) > 100)
+        #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent("latest/report.svg").path))
+    }
+}

@@ -1,0 +1,138 @@
+import Testing
+import PushMetrics
+@testable import LoadGenerator
+
+@Suite struct DriverCoreTests {
+    private func make(rate: Int?, streams: Int, warmupMs: UInt64 = 0, durationMs: UInt64 = 1_000, retries: Int = 0,
+                      requests: Int? = nil) -> (DriverCore, FakePort, ManualClock) {
+        let clock = ManualClock(1_000_000_000)
+        let plan = DriverPlan(rate: rate, warmupNs: warmupMs * 1_000_000, durationNs: durationMs * 1_000_000,
+                              requests: requests, retries: retries, capacity: streams)
+        let core = DriverCore(plan: plan, clock: clock, recorder: Recorder())
+        let port = FakePort(streams: streams)
+        core.attach(port)
+        return (core, port, clock)
+    }
+
+    @Test func sendsOnScheduleAndArmsTheNextIntendedTime() {
+        let (core, port, clock) = make(rate: 1_000, streams: 10)
+        let t0 = clock.time
+        core.begin(at: t0)
+        #expect(core.pump() == t0 + 1_000_000)
+        #expect(port.started == [0])
+        clock.advance(2_500_000)   // requests 1 and 2 became due
+        #expect(core.pump() == t0 + 3_000_000)
+        #expect(port.started == [0, 1, 2])
+    }
+
+    @Test func stalledStreamsBuildABacklogAndLatencyCountsFromTheIntendedTime() {
+        // One stream, 1000 rps; the first response takes 10 ms (a stall), the next ones 100 µs.
+        let (core, port, clock) = make(rate: 1_000, streams: 1, durationMs: 20)
+        let t0 = clock.time
+        core.begin(at: t0)
+        core.pump()
+        clock.advance(10_000_000)
+        core.pump()
+        #expect(core.backlog == 10)           // requests 1...10 are due, none could go
+        #expect(core.maxBacklog == 10)
+        core.responded(slot: port.takeOldest(), status: 200, reason: 0)
+        core.pump()                           // request 1 goes out at 10 ms, intended at 1 ms
+        #expect(port.started == [0, 1])
+        clock.advance(100_000)
+        core.responded(slot: port.takeOldest(), status: 200, reason: 0)
+        let h = core.recorder.latency
+        let s = core.recorder.serviceTime
+        #expect(h.totalCount == 2)
+        #expect(h.max == h.highestEquivalentValue(10_000))          // request 0: 10 ms
+        #expect(h.min == h.lowestEquivalentValue(9_100))            // request 1: 10.1 ms - 1 ms
+        #expect(s.min == s.lowestEquivalentValue(100))              // ... but only 100 µs of service
+        #expect(s.max == s.highestEquivalentValue(10_000))
+        // Drain the rest; every due request is sent exactly once and answered.
+        while core.tick() {
+            clock.advance(100_000)
+            core.pump()
+            if !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+        }
+        core.finish()
+        #expect(port.started == Array(0..<20))
+        let m = core.recorder.measured
+        #expect(m.sent == 20 && m.completed == 20 && m.succeeded == 20)
+        #expect(m.check())
+        // Backlogged requests were charged for their wait: p99 is the stall, not the 100 µs service time.
+        #expect(h.valueAtPercentile(99) >= 9_000)
+        #expect(s.valueAtPercentile(50) <= 200)
+    }
+
+    @Test func closedLoopKeepsEveryStreamBusy() {
+        let (core, port, clock) = make(rate: nil, streams: 4, durationMs: 10)
+        core.begin(at: clock.time)
+        #expect(core.pump() == nil)
+        #expect(port.inFlight.count == 4)
+        clock.advance(50_000)
+        core.responded(slot: port.takeOldest(), status: 200, reason: 0)
+        core.pump()
+        #expect(port.inFlight.count == 4)
+        #expect(port.started == [0, 1, 2, 3, 4])
+        clock.advance(20_000_000)
+        #expect(core.tick())          // schedule over, 4 still in flight
+        core.pump()
+        #expect(port.started.count == 5)
+        while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+        #expect(!core.tick())
+        core.finish()
+        #expect(core.recorder.measured.sent == 5 && core.recorder.measured.check())
+        // Closed loop has no schedule to be late for: latency equals service time.
+        #expect(core.recorder.latency.max == core.recorder.serviceTime.max)
+    }
+
+    @Test func accountingHoldsWithFailuresRetriesOversizeAndInterruption() {
+        let (core, port, clock) = make(rate: 10_000, streams: 8, warmupMs: 2, durationMs: 10, retries: 1)
+        port.oversize = [5, 17]
+        core.begin(at: clock.time)
+        var step = 0
+        let t0 = clock.time
+        while core.tick() && step < 153 {
+            step += 1
+            clock.advance(37_000)
+            core.pump()
+            if step >= 150 { continue }   // interrupted: whatever is in flight now stays unanswered
+            // Answer a few, fail some (connection cut), leave others hanging.
+            if step % 3 == 0, !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+            if step % 5 == 0, !port.inFlight.isEmpty {
+                core.responded(slot: port.takeOldest(), status: 410, reason: Reasons.index(of: "Unregistered"))
+            }
+            if step % 7 == 0, !port.inFlight.isEmpty { core.failed(slot: port.takeOldest()) }
+            if step == 149 { core.stop() }
+        }
+        core.finish()
+        let w = core.recorder.warmup, m = core.recorder.measured
+        #expect(w.check() && m.check())
+        // Interrupted at step 150 of 37 µs: everything due by then was sent, skipped as oversize, or is counted
+        // as not sent; nothing vanished.
+        let due = Int((clock.time - t0) / 100_000) + 1
+        #expect(w.sent + m.sent + w.notSent + m.notSent + w.oversizeNotSent + m.oversizeNotSent == due)
+        #expect(m.notSent > 0)
+        #expect(w.oversizeNotSent + m.oversizeNotSent == 2)
+        #expect(w.byReason[Reasons.payloadTooLarge] + m.byReason[Reasons.payloadTooLarge] == 2)
+        #expect(m.byStatus[410] > 0 && m.byReason[Reasons.index(of: "Unregistered")] == m.byStatus[410])
+        #expect(m.retries > 0)
+        #expect(w.unfinished + m.unfinished > 0)
+        #expect(w.sent > 0)
+        #expect(core.recorder.latency.totalCount == Int64(m.completed))
+    }
+
+    @Test func retryKeepsTheIntendedTime() {
+        let (core, port, clock) = make(rate: 1_000, streams: 2, durationMs: 1, retries: 2)
+        let t0 = clock.time
+        core.begin(at: t0)
+        core.pump()
+        clock.advance(5_000_000)
+        core.failed(slot: port.takeOldest())
+        core.pump()
+        #expect(port.started == [0, 0])
+        clock.advance(1_000_000)
+        core.responded(slot: port.takeOldest(), status: 200, reason: 0)
+        #expect(core.recorder.latency.max == core.recorder.latency.highestEquivalentValue(6_000))
+        #expect(core.recorder.measured.retries == 1 && core.recorder.measured.sent == 1)
+    }
+}

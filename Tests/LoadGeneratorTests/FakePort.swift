@@ -1,0 +1,22 @@
+@testable import LoadGenerator
+
+/// A connection pool without sockets: `streams` free streams; records what was started.
+final class FakePort: RequestPort {
+    var streams: Int
+    var inFlight: [(slot: Int32, sequence: Int64)] = []
+    var started: [Int64] = []
+    var oversize: Set<Int64> = []
+
+    init(streams: Int) { self.streams = streams }
+
+    func startRequest(slot: Int32, sequence: Int64) -> StartResult {
+        if oversize.contains(sequence) { return .oversize }
+        guard inFlight.count < streams else { return .noStream }
+        inFlight.append((slot, sequence))
+        started.append(sequence)
+        return .started
+    }
+
+    /// Removes and returns the oldest request in flight.
+    func takeOldest() -> Int32 { inFlight.removeFirst().slot }
+}

@@ -1,0 +1,19 @@
+import Testing
+@testable import LoadGenerator
+
+@Suite struct ReasonsTests {
+    private func index(_ body: String) -> Int {
+        Array(body.utf8).withUnsafeBytes { Reasons.index(inBody: $0) }
+    }
+
+    @Test func parsesApnsAndFcmErrorBodies() {
+        #expect(Reasons.names[index(#"{"reason":"BadDeviceToken"}"#)] == "BadDeviceToken")
+        #expect(Reasons.names[index(#"{"reason" : "Unregistered", "timestamp": 1700000000000}"#)] == "Unregistered")
+        let fcm = #"{"error":{"code":404,"status":"NOT_FOUND","details":[{"@type":"x","errorCode": "UNREGISTERED"}]}}"#
+        #expect(Reasons.names[index(fcm)] == "UNREGISTERED")
+        #expect(index(#"{"reason":"SomethingNew"}"#) == Reasons.other)
+        #expect(index("") == 0)
+        #expect(index(#"{"reason":"#) == 0)
+        #expect(index(#"{"reason":"Unterminated"#) == 0)
+    }
+}
