@@ -262,7 +262,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
 
     /// The first token at or after `index` (wrapping) that is not pruned; at least one must remain.
     @inline(__always)
-    private func nextLiveToken(from index: Int) -> Int {
+    func nextLiveToken(from index: Int) -> Int {
         let count = config.tokens.count
         var word = index >> 6
         // Free bits of the first word at or above `index`'s bit.
