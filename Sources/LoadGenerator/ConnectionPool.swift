@@ -39,6 +39,21 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     /// Lowest and latest peer SETTINGS_MAX_CONCURRENT_STREAMS seen.
     private(set) var peerMaxStreamsLowest = Int.max, peerMaxStreamsLatest = 0
 
+    // Token pruning (`LoadConfiguration.pruneGoneTokens`): one bit per token, set when an answer says the
+    // token is gone (APNs 410 Unregistered/ExpiredToken, FCM 404 UNREGISTERED); a pruned token is skipped
+    // when picked. Per thread, so no synchronisation; both tables are allocated once here.
+    /// The pruned-token bitset (bit i of word i / 64 is token i).
+    let prunedBits: UnsafeMutablePointer<UInt64>
+    /// Words in ``prunedBits``.
+    let prunedWords: Int
+    /// Tokens this thread has pruned.
+    private(set) var prunedCount = 0
+    /// Whether every token was pruned (the thread stopped sending).
+    private(set) var tokensExhausted = false
+    // Token index of the request in each slot (the pick may skip pruned tokens, so it is not seq mod count).
+    private let slotToken: UnsafeMutablePointer<Int32>
+    private let prune: Bool
+
     init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onChange: @escaping () -> Void) throws {
         self.loop = loop
         self.config = config
@@ -52,6 +67,12 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         clientConfig = cc
         encoder = config.encoderFactory?(config.encoder, config.template) ?? makePayloadEncoder(config.encoder, template: config.template)
         rng = PushRandom(seed: config.seed &+ UInt64(thread) &* 0x9E37_79B9_7F4A_7C15)
+        prune = config.pruneGoneTokens
+        prunedWords = (config.tokens.count + 63) / 64
+        prunedBits = .allocate(capacity: prunedWords)
+        prunedBits.initialize(repeating: 0, count: prunedWords)
+        slotToken = .allocate(capacity: config.connections * config.streams)
+        slotToken.initialize(repeating: 0, count: config.connections * config.streams)
         switch config.pushProtocol {
         case .apns:
             var headers: [(String, String)] = [("apns-topic", config.topic), ("apns-push-type", config.pushType)]
@@ -67,6 +88,11 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
                 headers: [("content-type", "application/json"), ("authorization", "Bearer pushbench")])
             pathPrefix = []
         }
+    }
+
+    deinit {
+        prunedBits.deallocate()
+        slotToken.deallocate()
     }
 
     /// Opens every connection.
@@ -125,7 +151,14 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
             if candidate.availableStreams > 0 { c = candidate; break }
         } }
         guard let c else { return .noStream }
-        let token = config.tokens.token(Int(UInt64(bitPattern: sequence) % UInt64(config.tokens.count)))
+        var tokenIndex = Int(UInt64(bitPattern: sequence) % UInt64(config.tokens.count))
+        if prunedCount > 0 {
+            // Every token gone: the core was stopped when the last one was pruned; nothing to send to.
+            guard prunedCount < config.tokens.count else { return .noStream }
+            tokenIndex = nextLiveToken(from: tokenIndex)
+        }
+        slotToken[Int(slot)] = Int32(truncatingIfNeeded: tokenIndex)
+        let token = config.tokens.token(tokenIndex)
         let ctx = RequestContext(seq: UInt64(sequence), token: token, messageID: rng.uuid(),
                                  badge: Int64(sequence % 99) + 1)
         let length = config.template.encodedLength(ctx)
@@ -195,7 +228,9 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
 
     func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
         let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body) : 0
-        core.responded(slot: Int32(truncatingIfNeeded: response.context), status: response.status, reason: reason)
+        let slot = Int32(truncatingIfNeeded: response.context)
+        if prune && Reasons.meansTokenGone(status: response.status, reason: reason) { pruneToken(Int(slotToken[Int(slot)])) }
+        core.responded(slot: slot, status: response.status, reason: reason)
         preferred = connection
         onChange()
         preferred = nil
@@ -211,6 +246,40 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         dead.insert(ObjectIdentifier(connection))
         closed.insert(ObjectIdentifier(connection))
         scheduleReconnect(afterMilliseconds: 1)
+    }
+
+    /// Marks token `index` gone; when it was the last one, stops the core (the run ends, results kept).
+    private func pruneToken(_ index: Int) {
+        let word = index >> 6, bit = UInt64(1) << UInt64(index & 63)
+        guard prunedBits[word] & bit == 0 else { return }
+        prunedBits[word] |= bit
+        prunedCount += 1
+        if prunedCount == config.tokens.count && !tokensExhausted {
+            tokensExhausted = true
+            core.stop()
+        }
+    }
+
+    /// The first token at or after `index` (wrapping) that is not pruned; at least one must remain.
+    @inline(__always)
+    func nextLiveToken(from index: Int) -> Int {
+        let count = config.tokens.count
+        var word = index >> 6
+        // Free bits of the first word at or above `index`'s bit.
+        var free = ~prunedBits[word] & (~UInt64(0) << UInt64(index & 63))
+        while true {
+            if free != 0 {
+                let i = word << 6 | free.trailingZeroBitCount
+                if i < count { return i }
+                // Past the last token (bits of the padding): wrap to the start.
+                word = 0
+                free = ~prunedBits[0]
+                continue
+            }
+            word += 1
+            if word == prunedWords { word = 0 }
+            free = ~prunedBits[word]
+        }
     }
 
     private func notePeer(_ s: HTTP2Settings) {

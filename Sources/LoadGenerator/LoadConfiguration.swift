@@ -74,6 +74,12 @@ public struct LoadConfiguration: Sendable {
         guard pacingQuantumNs == Self.automaticPacingQuantumNs else { return pacingQuantumNs }
         return rate > 20_000 ? 50_000 : 0
     }
+    /// Stop sending to a token once it is answered as gone (APNs 410 Unregistered/ExpiredToken, FCM 404
+    /// UNREGISTERED), as a well-behaved provider does; when every token is gone the run stops (results
+    /// kept, ``LoadResult/tokensExhausted``). Off by default, because a gateway injecting random
+    /// `Unregistered` failures (`--fail Unregistered=1%`) would otherwise prune every token; the CLI turns
+    /// it on with `--token-churn`.
+    public var pruneGoneTokens = false
     /// Bound on TCP connect plus the peer's first SETTINGS.
     public var connectTimeoutMilliseconds: UInt64 = 3_000
     /// Builds each driver thread's payload encoder; nil uses `makePayloadEncoder`. A seam for tests (the

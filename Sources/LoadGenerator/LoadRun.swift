@@ -18,6 +18,8 @@ final class SharedRunState: Sendable {
     /// Set by the main thread on Ctrl-C (or when a thread could not connect).
     let stop = Atomic<Bool>(false)
     let finished = Atomic<Int>(0)
+    /// Set by a driver thread that pruned every token (it also sets `stop`, so the others stop too).
+    let tokensExhausted = Atomic<Bool>(false)
     let firstError = Mutex<String?>(nil)
     let results: [ResultSlot]
 
@@ -38,6 +40,8 @@ final class ResultSlot: @unchecked Sendable {
     var measureStartNs: UInt64 = 0
     var opened = 0, goaways = 0, lost = 0, connectFailures = 0
     var peerMaxStreamsLowest = Int.max, peerMaxStreamsLatest = 0
+    /// This thread's pruned-token bitset (empty when pruning is off).
+    var pruned: [UInt64] = []
 }
 
 /// One driver thread: an event loop, a connection pool, a pacing timer and the ``DriverCore``.
@@ -154,6 +158,12 @@ final class DriverThread {
                 core.stop()
                 drainDeadline = now + min(config.drainTimeoutNs, 1_000_000_000)
             }
+            if pool.tokensExhausted && !shared.tokensExhausted.load(ordering: .relaxed) {
+                // Nothing left to send to: this thread's core is stopped; stop the others as well.
+                shared.tokensExhausted.store(true, ordering: .relaxed)
+                shared.stop.store(true, ordering: .releasing)
+            }
+            if core.stopped && drainDeadline == 0 { drainDeadline = now + min(config.drainTimeoutNs, 1_000_000_000) }
             let busy = core.tick()
             // An overloaded target leaves a backlog behind the schedule; it is sent for at most the drain
             // timeout after the schedule's end, then counted `not_sent`, so a 10 s run stays near 10 s.
@@ -196,6 +206,9 @@ final class DriverThread {
         slot.opened = pool.opened; slot.goaways = pool.goaways; slot.lost = pool.lost
         slot.connectFailures = pool.connectFailures
         slot.peerMaxStreamsLowest = pool.peerMaxStreamsLowest; slot.peerMaxStreamsLatest = pool.peerMaxStreamsLatest
+        if config.pruneGoneTokens {
+            slot.pruned = Array(UnsafeBufferPointer(start: pool.prunedBits, count: pool.prunedWords))
+        }
         shared.finished.add(1, ordering: .acquiringAndReleasing)
         loop.stop()
     }
@@ -231,6 +244,10 @@ public struct LoadResult {
     public var connectionsOpened: Int, goaways: Int, connectionsLost: Int, connectFailures: Int
     /// Lowest SETTINGS_MAX_CONCURRENT_STREAMS the peer announced (nil if never connected).
     public var peerMaxStreams: Int?
+    /// Distinct tokens pruned by any thread (answered as gone; `LoadConfiguration.pruneGoneTokens`).
+    public var prunedTokens: Int = 0
+    /// Whether the run stopped early because every token was pruned.
+    public var tokensExhausted: Bool = false
 }
 
 /// Why a run could not start.
@@ -307,6 +324,8 @@ public enum LoadRun {
             measuredStart: wallT0.addingTimeInterval(Double(config.warmupNs) / 1e9), cpuUser: 0, cpuSystem: 0,
             maxBacklog: 0, blocked: 0, maxInFlight: 0, connectionsOpened: 0, goaways: 0, connectionsLost: 0, connectFailures: 0,
             peerMaxStreams: nil)
+        result.tokensExhausted = shared.tokensExhausted.load(ordering: .acquiring)
+        var prunedUnion: [UInt64] = []
         var lastSend: UInt64 = 0
         let measureStart = t0 + config.warmupNs
         for slot in shared.results {
@@ -329,13 +348,17 @@ public enum LoadRun {
                 result.peerMaxStreams = min(result.peerMaxStreams ?? Int.max, slot.peerMaxStreamsLowest)
             }
             lastSend = max(lastSend, slot.lastMeasuredSendNs)
+            if prunedUnion.isEmpty { prunedUnion = slot.pruned } else {
+                for i in 0..<min(prunedUnion.count, slot.pruned.count) { prunedUnion[i] |= slot.pruned[i] }
+            }
         }
+        result.prunedTokens = prunedUnion.reduce(0) { $0 + $1.nonzeroBitCount }
         // Open loop over a duration: the measured phase is the schedule's length, or longer when the last
         // measured request went out late. Closed loop and --requests: from the start to the last send.
         let sendSpan = lastSend > measureStart ? Double(lastSend - measureStart) / 1e9 : 0
         if config.requests == nil {
             let nominal = Double(config.durationNs) / 1e9
-            result.measuredSeconds = interrupted ? sendSpan : max(nominal, sendSpan)
+            result.measuredSeconds = interrupted || result.tokensExhausted ? sendSpan : max(nominal, sendSpan)
         } else if let rate = config.rate, let n = config.requests {
             result.measuredSeconds = max(Double(n) / Double(rate), sendSpan)
         } else {

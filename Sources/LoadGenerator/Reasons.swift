@@ -24,6 +24,20 @@ public enum Reasons {
     /// Index of "PayloadTooLarge" (counted locally for oversize payloads that are not sent).
     public static let payloadTooLarge: Int = names.firstIndex(of: "PayloadTooLarge")!
 
+    /// Index of APNs "Unregistered" (410: the token is no longer valid).
+    public static let unregistered: Int = names.firstIndex(of: "Unregistered")!
+    /// Index of APNs "ExpiredToken" (410).
+    public static let expiredToken: Int = names.firstIndex(of: "ExpiredToken")!
+    /// Index of FCM "UNREGISTERED" (404).
+    public static let fcmUnregistered: Int = names.firstIndex(of: "UNREGISTERED")!
+
+    /// Whether an answer says the device token is gone, so a provider should stop sending to it:
+    /// APNs 410 Unregistered/ExpiredToken, FCM 404 UNREGISTERED.
+    @inline(__always)
+    public static func meansTokenGone(status: Int, reason: Int) -> Bool {
+        (status == 410 && (reason == unregistered || reason == expiredToken)) || (status == 404 && reason == fcmUnregistered)
+    }
+
     private static let utf8Names: [[UInt8]] = names.map { Array($0.utf8) }
 
     /// Finds the reason in an error body: APNs `{"reason":"BadDeviceToken"}` or FCM's

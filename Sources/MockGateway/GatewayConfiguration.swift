@@ -58,6 +58,8 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var requireTopic = true
     /// The scenario file read, if any.
     public var scenarioFile: String?
+    /// The FCM route's behaviours and token churn (FCM/FCMConfiguration.swift).
+    public var fcm = FCMConfiguration()
 
     /// The defaults: 127.0.0.1:8080, one loop, no behaviour.
     public init() {}
@@ -91,7 +93,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
         Option(name: "--drop-after-streams", takesValue: true, repeats: false),
         Option(name: "--token-length", takesValue: true, repeats: false),
         Option(name: "--topic-optional", takesValue: false, repeats: false),
-    ]
+    ] + FCMConfiguration.options
 
     /// Help lines for the options, for `pushbench gateway --help`.
     public static let optionsHelp = """
@@ -113,7 +115,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
       --drop-after-streams N    drop the connection abruptly at its N-th stream
       --token-length N|MIN-MAX  accepted token length in hex characters (default 64-200, even only)
       --topic-optional          accept a request without apns-topic (as with a single-topic certificate)
-    """
+    """ + "\n" + FCMConfiguration.optionsHelp
 
     /// Parses `pushbench gateway` options (`--name value` or `--name=value`). A `--scenario` file is read
     /// first and the flags override it. Throws a one-line error naming the option, or the file and field.
@@ -236,7 +238,9 @@ public struct GatewayConfiguration: Equatable, Sendable {
         case "--token-length":
             do throws(GatewayConfigurationError) { tokenLength = try Self.tokenLength(value) } catch { throw GatewayConfigurationError("\(name): \(error.message)") }
         case "--topic-optional": requireTopic = false
-        default: throw GatewayConfigurationError("unknown option '\(name)'")
+        default:
+            if try fcm.apply(option: name, value: value) { return }
+            throw GatewayConfigurationError("unknown option '\(name)'")
         }
     }
 
@@ -246,6 +250,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
         if total > 1.0000001 {
             throw GatewayConfigurationError("failure fractions add up to \(total), more than 1")
         }
+        try fcm.validate()
     }
 
     /// Whether `token` (hex) is one of the tokens this configuration answers 410 Unregistered.
@@ -412,9 +417,11 @@ private struct ScenarioReader {
     }
 
     mutating func apply(_ o: [String: Any], to c: inout GatewayConfiguration) throws(GatewayConfigurationError) {
-        try checkKeys(o, ["listen", "threads", "seed", "latency", "failures", "unregistered_fraction", "token_rate_limit",
+        // "fcm" is read by FCMConfiguration (FCM/FCMConfiguration.swift).
+        try checkKeys(o.filter { $0.key != "fcm" }, ["listen", "threads", "seed", "latency", "failures", "unregistered_fraction", "token_rate_limit",
                           "max_concurrent_streams", "streams_drop_on_error", "goaway", "drops", "token_length",
                           "require_topic"], "")
+        if let v = o["fcm"] { try c.fcm.applyScenario(v, path: path) }
         if let v = o["listen"] {
             guard let s = v as? String else { throw error("listen", "must be a string HOST:PORT") }
             do throws(GatewayConfigurationError) { try c.apply(option: "--listen", value: s) } catch { throw self.error("listen", innerMessage(error)) }

@@ -184,7 +184,13 @@ final class GatewayLoop: HTTP2ServerDelegate {
         connections.reserveCapacity(1024)
     }
 
-    deinit { reasonBodies.deallocate() }
+    /// Scratch for FCM bodies (rendered at send time, copied by `respond`).
+    private let fcmBody = UnsafeMutableRawBufferPointer.allocate(byteCount: FCMResponse.maxBodySize, alignment: 1)
+
+    deinit {
+        reasonBodies.deallocate()
+        fcmBody.deallocate()
+    }
 
     @inline(__always) func reasonBody(_ r: APNsReason) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: reasonBodies[reasonRanges[Int(r.rawValue)]])
@@ -328,7 +334,13 @@ final class GatewayLoop: HTTP2ServerDelegate {
     @inline(__always)
     private func send(_ response: GatewayResponse, on connection: HTTP2ServerConnection, stream: Int32) {
         let id = response.apnsID
-        if let reason = response.reason {
+        if let fcm = response.fcm {
+            let n = fcm.render(into: fcmBody)
+            _ = connection.respond(to: stream, status: Int(response.status),
+                                   body: UnsafeRawBufferPointer(rebasing: fcmBody[0..<n])) { h in
+                h.add("content-type", "application/json; charset=UTF-8")
+            }
+        } else if let reason = response.reason {
             if let ts = response.timestampMillis {
                 var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
                              UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

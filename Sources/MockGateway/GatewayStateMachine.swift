@@ -17,6 +17,8 @@ public struct GatewayResponse: Equatable, Sendable {
     public var goaway: APNsReason?
     /// After this response, send SETTINGS with this SETTINGS_MAX_CONCURRENT_STREAMS.
     public var maxConcurrentStreams: UInt32?
+    /// For a request on the FCM route: the FCM answer (its status is `status`; `reason` is nil).
+    public var fcm: FCMResponse?
 
     /// A response.
     public init(status: UInt16, reason: APNsReason? = nil, apnsID: APNsID, timestampMillis: Int64? = nil,
@@ -78,6 +80,8 @@ public struct GatewayStateMachine {
     private let wallClockAtStartMillis: Int64
     private let failureTotal: Double
     private let latencyOn: Bool
+    /// The FCM route (`/v1/projects/…`) and token churn, see FCM/FCMEngine.swift.
+    var fcm: FCMEngine
 
     /// A state machine for event loop number `loopIndex` (each loop draws its own random stream from
     /// the seed). `wallClockMillis` anchors the 410 timestamps.
@@ -90,6 +94,8 @@ public struct GatewayStateMachine {
         wallClockAtStartMillis = wallClockMillis
         failureTotal = configuration.failures.reduce(0) { $0 + $1.fraction }
         latencyOn = configuration.latency != .none
+        fcm = FCMEngine(configuration: configuration, loopIndex: loopIndex, counters: counters.fcm,
+                        wallClockMillis: wallClockMillis)
     }
 
     /// Milliseconds since the epoch (CLOCK_REALTIME).
@@ -138,13 +144,22 @@ public struct GatewayStateMachine {
             id = APNsID(random: random.next(), random.next())
         }
         var response = GatewayResponse(status: 200, apnsID: id)
-        if let reason = validate(request) {
+        if let path = request.path, hasPrefix(path, "/v1/") {
+            let answer = fcm.decide(request, random: &random, now: now)
+            response.status = answer.status
+            response.fcm = answer
+        } else if let reason = validate(request) {
             response.status = reason.status
             response.reason = reason
             if reason == .unregistered {
                 let h = tokenHash(token(request.path!))
                 response.timestampMillis = wallClockAtStartMillis - Int64(h % (30 * 86_400_000))
             }
+        } else if configuration.fcm.tokenChurnPerSecond > 0,
+                  let churnedAt = fcm.churnedAt(hash: tokenHash(token(request.path!)), now: now) {
+            response.status = 410
+            response.reason = .unregistered
+            response.timestampMillis = churnedAt
         } else if buckets != nil, !takeToken(hash: tokenHash(token(request.path!)), now: now) {
             response.status = 429
             response.reason = .tooManyRequests
@@ -211,6 +226,15 @@ public struct GatewayStateMachine {
     /// The first reason `request` is invalid for, in Pushy's order, or nil when it is valid.
     @inline(__always)
     private func validate(_ request: borrowing GatewayRequest) -> APNsReason? {
+        Self.validateAPNs(request, configuration: configuration, checkPath: true)
+    }
+
+    /// APNs' checks of `request` under `configuration`; with `checkPath` false the path, token and
+    /// unregistered-token checks are skipped (the FCM route checks the APNs request it builds this way); with
+    /// `checkJSON` false the body is not parsed again (the FCM route writes a JSON object by construction).
+    @inline(__always)
+    static func validateAPNs(_ request: borrowing GatewayRequest, configuration: GatewayConfiguration,
+                             checkPath: Bool, checkJSON: Bool = true) -> APNsReason? {
         if request.hasDuplicateHeader { return .duplicateHeaders }
         if let id = request.apnsID, APNsID(validating: id) == nil { return .badMessageId }
         guard let method = request.method, equals(method, "POST") else { return .methodNotAllowed }
@@ -233,17 +257,19 @@ public struct GatewayStateMachine {
             guard let kind = Self.pushType(pushType) else { return .invalidPushType }
             isVoIP = kind == .voip
         }
-        guard let path = request.path, hasPrefix(path, "/3/device/") else { return .badPath }
-        let token = token(path)
-        if token.isEmpty { return .missingDeviceToken }
-        guard configuration.tokenLength.contains(token.count), token.count & 1 == 0, isHex(token) else { return .badDeviceToken }
-        if configuration.unregisteredFraction > 0, configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
+        if checkPath {
+            guard let path = request.path, hasPrefix(path, "/3/device/") else { return .badPath }
+            let token = UnsafeRawBufferPointer(rebasing: path[10...])
+            if token.isEmpty { return .missingDeviceToken }
+            guard configuration.tokenLength.contains(token.count), token.count & 1 == 0, isHex(token) else { return .badDeviceToken }
+            if configuration.unregisteredFraction > 0, configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
+        }
         let body = request.body
         if body.isEmpty { return .payloadEmpty }
         if body.count > PayloadLimits.apns(isVoIP ? .voip : .alert) { return .payloadTooLarge }
         // Apple documents no reason for a body that is not a JSON object; PayloadEmpty is the closest of
         // its strings (clients turn unknown reasons into errors), see docs/gateway.md.
-        if JSON.topLevelKind(body) != .object { return .payloadEmpty }
+        if checkJSON, JSON.topLevelKind(body) != .object { return .payloadEmpty }
         return nil
     }
 

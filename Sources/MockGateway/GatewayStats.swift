@@ -24,6 +24,8 @@ public struct GatewayStats: Equatable, Sendable {
     public var goaways: UInt64 = 0
     /// Connections dropped abruptly by a behaviour (no GOAWAY).
     public var drops: UInt64 = 0
+    /// The FCM route's numbers and token churn (JSON key `"fcm"`, present once non-empty).
+    public var fcm = FCMStats()
 
     /// An empty set of numbers.
     public init() {}
@@ -37,7 +39,8 @@ public struct GatewayStats: Equatable, Sendable {
         return "{\"requests\":\(requests),\"by_status\":\(object(byStatus) { String($0) })"
             + ",\"by_reason\":\(object(byReason) { $0 }),\"bytes_in\":\(bytesIn)"
             + ",\"connections_open\":\(connectionsOpen),\"connections_total\":\(connectionsTotal)"
-            + ",\"goaways\":\(goaways),\"drops\":\(drops)}"
+            + ",\"goaways\":\(goaways),\"drops\":\(drops)"
+            + (fcm.isEmpty ? "}" : ",\"fcm\":\(fcm.json)}")
     }
 }
 
@@ -53,6 +56,8 @@ public final class GatewayCounters: Sendable {
 
     // A raw pointer is not Sendable; the memory is only ever touched through the atomics it holds.
     nonisolated(unsafe) private let slots: UnsafeMutablePointer<Atomic<UInt64>>
+    /// The FCM route's counters for this loop.
+    public let fcm = FCMCounters()
 
     /// Zeroed counters.
     public init() {
@@ -107,6 +112,7 @@ public final class GatewayCounters: Sendable {
         stats.connectionsOpen += opened >= closed ? opened - closed : 0
         stats.goaways += value(Self.goawaySlot)
         stats.drops += value(Self.dropSlot)
+        fcm.accumulate(into: &stats.fcm, now: FCMCounters.monotonicNanos())
         for s in 0..<500 {
             let n = value(Self.statusBase + s)
             if n > 0 { stats.byStatus[s + 100, default: 0] += n }

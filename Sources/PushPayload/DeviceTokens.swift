@@ -1,4 +1,4 @@
-// Device tokens kept as lowercase hex bytes in one block, ready to be written into a `:path`
+// Device tokens (APNs: lowercase hex; FCM: registration tokens as written) kept in one block, ready to be written into a `:path`
 // (`/3/device/<token>`) or a `{{token}}` with no per-request allocation.
 
 import Foundation
@@ -116,17 +116,34 @@ public final class DeviceTokens: @unchecked Sendable {
         try self.init(bytes: Array(strings.joined(separator: "\n").utf8), file: "<list>")
     }
 
-    /// Loads a token file: one hex token per line; blank lines and lines starting with `#` are
-    /// skipped; surrounding spaces and `\r` are ignored; upper-case hex is stored lower-case.
-    public convenience init(path: String) throws(TokenFileError) {
+    /// What a token file holds: APNs device tokens (hex) or FCM registration tokens.
+    public enum Kind: Sendable {
+        /// APNs device tokens: hex digits, whole bytes; stored lower-case.
+        case apns
+        /// FCM registration tokens: 1...4096 characters of `[A-Za-z0-9_:.-]` (what FCM's send API
+        /// accepts, e.g. `bk3RNwTe3H0:CI2k_HHwgIpoDKCIZvvDMExUdFQ3P1…`); stored as written.
+        case fcm
+    }
+
+    /// Longest FCM registration token accepted (the FCM send API's bound; real ones are ~150-255 bytes).
+    public static let maxFCMTokenLength = 4096
+
+    /// Loads a token file: one token per line; blank lines and lines starting with `#` are
+    /// skipped; surrounding spaces and `\r` are ignored. APNs (the default): hex, upper-case stored
+    /// lower-case. FCM: registration tokens, stored as written.
+    public convenience init(path: String, kind: Kind = .apns) throws(TokenFileError) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw TokenFileError(file: path, line: 0, reason: "cannot read the file")
         }
-        try self.init(bytes: [UInt8](data), file: path)
+        try self.init(bytes: [UInt8](data), file: path, kind: kind)
     }
 
     /// Parses token-file bytes (`file` names the source in errors).
-    public convenience init(bytes: [UInt8], file: String) throws(TokenFileError) {
+    public convenience init(bytes: [UInt8], file: String, kind: Kind = .apns) throws(TokenFileError) {
+        if kind == .fcm {
+            try self.init(fcmBytes: bytes, file: file)
+            return
+        }
         var hex: [UInt8] = []
         hex.reserveCapacity(bytes.count)
         var offsets: [Int] = [0]
@@ -150,7 +167,8 @@ public final class DeviceTokens: @unchecked Sendable {
                 default:
                     let shown = c >= 0x20 && c < 0x7F ? "'\(Character(Unicode.Scalar(c)))'" : String(format: "byte 0x%02x", c)
                     throw TokenFileError(file: file, line: line, reason:
-                        "token has a non-hex character \(shown) at column \(k - a + 1)")
+                        "token has a non-hex character \(shown) at column \(k - a + 1)"
+                        + (DeviceTokens.isFCMTokenByte(c) ? " (an FCM registration token needs --protocol fcm)" : ""))
                 }
             }
             if (b - a) % 2 != 0 {
@@ -163,5 +181,49 @@ public final class DeviceTokens: @unchecked Sendable {
             throw TokenFileError(file: file, line: 0, reason: "no tokens (the file is empty or only blank lines and # comments)")
         }
         self.init(hex: hex, offsets: offsets)
+    }
+
+    @inline(__always) static func isFCMTokenByte(_ c: UInt8) -> Bool {
+        switch c {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"),
+             UInt8(ascii: "."): return true
+        default: return false
+        }
+    }
+
+    /// FCM registration tokens, one per line (same blank/comment/space rules as the hex format).
+    private convenience init(fcmBytes bytes: [UInt8], file: String) throws(TokenFileError) {
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count)
+        var offsets: [Int] = [0]
+        var line = 0
+        var i = 0
+        let n = bytes.count
+        while i < n {
+            line += 1
+            var end = i
+            while end < n && bytes[end] != 0x0A { end += 1 }
+            var a = i, b = end
+            while a < b && (bytes[a] == 0x20 || bytes[a] == 0x09) { a += 1 }
+            while b > a && (bytes[b - 1] == 0x20 || bytes[b - 1] == 0x09 || bytes[b - 1] == 0x0D) { b -= 1 }
+            i = end + 1
+            if a == b || bytes[a] == UInt8(ascii: "#") { continue }
+            for k in a..<b where !DeviceTokens.isFCMTokenByte(bytes[k]) {
+                let c = bytes[k]
+                let shown = c >= 0x20 && c < 0x7F ? "'\(Character(Unicode.Scalar(c)))'" : String(format: "byte 0x%02x", c)
+                throw TokenFileError(file: file, line: line, reason:
+                    "FCM registration token has a character \(shown) at column \(k - a + 1); allowed: A-Z a-z 0-9 _ : . -")
+            }
+            guard b - a <= DeviceTokens.maxFCMTokenLength else {
+                throw TokenFileError(file: file, line: line, reason:
+                    "FCM registration token is \(b - a) bytes, over the \(DeviceTokens.maxFCMTokenLength)-byte limit")
+            }
+            text.append(contentsOf: bytes[a..<b])
+            offsets.append(text.count)
+        }
+        guard offsets.count > 1 else {
+            throw TokenFileError(file: file, line: 0, reason: "no tokens (the file is empty or only blank lines and # comments)")
+        }
+        self.init(hex: text, offsets: offsets)
     }
 }

@@ -185,7 +185,7 @@ public struct JSONTape: Sendable {
     }
 
     /// The entry at `index`.
-    public subscript(index: Int) -> Entry { entries[index] }
+    @inlinable public subscript(index: Int) -> Entry { entries[index] }
 
     /// The indices of an array's elements, or of an object's values (use `members(of:)` for keys).
     public func children(of index: Int) -> [Int] {
@@ -276,7 +276,7 @@ public struct JSONTape: Sendable {
     }
 
     /// The raw bytes of the value at `index` (for a string: between the quotes, still escaped).
-    public func rawBytes(at index: Int, in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+    @inlinable public func rawBytes(at index: Int, in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         let e = entries[index]
         return UnsafeRawBufferPointer(rebasing: bytes[e.start..<e.end])
     }
@@ -310,7 +310,7 @@ public struct JSONTape: Sendable {
     }
 
     /// `true`/`false` at `index`, or `nil` when it is not a boolean.
-    public func bool(at index: Int) -> Bool? {
+    @inlinable public func bool(at index: Int) -> Bool? {
         switch entries[index].kind {
         case .true: return true
         case .false: return false

@@ -20,7 +20,7 @@ public enum RateOption: Equatable, Sendable {
 public enum TokensOption: Equatable, Sendable {
     /// N synthetic tokens.
     case synthetic(Int)
-    /// A file with one hex token per line.
+    /// A file with one token per line (hex for APNs, registration tokens for FCM).
     case file(String)
 }
 
@@ -80,9 +80,21 @@ public struct RunOptions: Equatable, Sendable {
     public var paceQuantumSeconds: Double?
     /// Options for the embedded gateway (`--gateway-arg`, repeatable), passed through verbatim.
     public var gatewayArguments: [String] = []
+    /// `--capture N`: the embedded gateway keeps the first N Apple pushes it builds; written to capture.json.
+    public var capture: Int?
+    /// `--token-churn RATE` (e.g. `0.01/s`), forwarded to the embedded gateway.
+    public var tokenChurn: String?
 
     /// The defaults.
     public init() {}
+
+    /// What the embedded gateway is started with: `--gateway-arg`s plus the forwarded run options.
+    public var embeddedGatewayArguments: [String] {
+        var args = gatewayArguments
+        if let capture { args.append("--capture=\(capture)") }
+        if let tokenChurn { args.append("--token-churn=" + tokenChurn) }
+        return args
+    }
 }
 
 /// `pushbench [run]`: a load run against --target or the embedded mock gateway.
@@ -96,6 +108,7 @@ public struct RunCommand: PushbenchCommand {
         .value("--priority"), .value("--expiration"), .value("--collapse-id"), .value("--project"),
         .value("--out"), .value("--label"), .flag("--quiet"), .flag("--json"), .value("--retry"),
         .flag("--send-oversize"), .value("--seed"), .value("--gateway-arg", repeats: true), .value("--pace-quantum"),
+        .value("--capture"), .value("--token-churn"),
     ]
     public static let help = """
     USAGE: pushbench [run] [options]
@@ -116,7 +129,8 @@ public struct RunCommand: PushbenchCommand {
       --threads N             driver event loops (default 1)
       --encoder LIST          zerocopy, copy or foundation; a comma list runs each in turn (default zerocopy)
       --payload FILE          JSON payload template with {{seq}} {{token}} {{message_id}} {{badge}} {{uuid}} {{pad:N}}
-      --tokens FILE|N         device tokens, one hex token per line, or N synthetic ones (default 1000)
+      --tokens FILE|N         device tokens, one per line (hex; FCM registration tokens with --protocol fcm),
+                              or N synthetic ones (default 1000)
       --topic T               apns-topic (default com.example.pushbench)
       --push-type T           apns-push-type (default alert)
       --priority P            apns-priority: 10, 5 or 1
@@ -129,6 +143,10 @@ public struct RunCommand: PushbenchCommand {
       --send-oversize         send payloads over the size limit (to load-test 413) instead of counting them
       --seed N                seed for synthetic tokens and ids (default 1)
       --gateway-arg ARG       pass ARG to the embedded gateway (repeatable), e.g. --gateway-arg=--latency=2ms
+      --capture N             (--protocol fcm) keep the first N Apple pushes the embedded gateway builds,
+                              written with their APNs headers to capture.json in the run folder
+      --token-churn RATE      the embedded gateway invalidates this fraction of the tokens per time unit
+                              (e.g. 0.01/s); the client prunes tokens answered 410/UNREGISTERED
       --quiet                 no progress line
       --json                  print summary.json to stdout
       -h, --help              show this help
@@ -237,6 +255,20 @@ public struct RunCommand: PushbenchCommand {
         if o.target != nil && !o.gatewayArguments.isEmpty {
             throw UsageError("--gateway-arg: only applies to the embedded gateway, not with --target")
         }
+        if let c = a.value("--capture") {
+            guard o.target == nil else { throw UsageError("--capture: only the embedded gateway captures pushes, not with --target") }
+            guard o.pushProtocol == "fcm" else {
+                throw UsageError("--capture: the gateway captures the Apple pushes it builds from FCM messages; use --protocol fcm")
+            }
+            o.capture = try ValueParser.integer(c, option: "--capture", range: 1...100_000)
+        }
+        if let churn = a.value("--token-churn") {
+            guard o.target == nil else {
+                throw UsageError("--token-churn: only the embedded gateway can churn tokens, not with --target")
+            }
+            do { _ = try GatewayConfiguration.parse(["--token-churn=" + churn]) } catch { throw UsageError(error.message) }
+            o.tokenChurn = churn
+        }
         options = o
     }
 
@@ -290,7 +322,8 @@ struct RunExecution {
         case .synthetic(let n):
             tokens = DeviceTokens(synthetic: n, seed: options.seed)
         case .file(let path):
-            do { tokens = try DeviceTokens(path: path) } catch { throw Failure(status: 2, message: error.description) }
+            let kind: DeviceTokens.Kind = options.pushProtocol == "fcm" ? .fcm : .apns
+            do { tokens = try DeviceTokens(path: path, kind: kind) } catch { throw Failure(status: 2, message: error.description) }
             guard tokens.count > 0 else { throw Failure(status: 2, message: "\(path): no device tokens in the file") }
         }
         let proto = PushProtocol(rawValue: options.pushProtocol)!
@@ -362,7 +395,7 @@ struct RunExecution {
             (host, port, authority) = try resolveTarget(target)
         } else {
             let gatewayConfig: GatewayConfiguration
-            do { gatewayConfig = try GatewayConfiguration.parse(options.gatewayArguments) } catch {
+            do { gatewayConfig = try GatewayConfiguration.parse(options.embeddedGatewayArguments) } catch {
                 throw Failure(status: 2, message: "--gateway-arg: \(error.message)")
             }
             do { gateway = try EmbeddedGateway.start(gatewayConfig) } catch {
@@ -394,6 +427,7 @@ struct RunExecution {
         config.project = options.project
         config.retries = options.retries
         config.seed = options.seed
+        config.pruneGoneTokens = options.tokenChurn != nil
         if let q = options.paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json)
@@ -419,6 +453,9 @@ struct RunExecution {
         }
         display.finish()
         let gatewayStats = gateway?.stop()
+        if result.tokensExhausted {
+            printError("pushbench run: every token was answered as gone (\(result.prunedTokens) pruned); the run stopped early")
+        }
 
         let record = makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
         let folder: URL
@@ -426,6 +463,12 @@ struct RunExecution {
             folder = try ResultsWriter.write(record, root: URL(fileURLWithPath: options.outputRoot))
         } catch {
             throw Failure(status: 1, message: "cannot write the results: \(error)")
+        }
+        if options.capture != nil, let g = gatewayStats {
+            let file = folder.appendingPathComponent("capture.json")
+            do { try Data((g.fcm.captureJSON + "\n").utf8).write(to: file) } catch {
+                throw Failure(status: 1, message: "cannot write \(file.path): \(error)")
+            }
         }
         if options.json {
             printOut(ResultsWriter.summaryJSON(record, runID: folder.lastPathComponent).render())
@@ -480,6 +523,10 @@ struct RunExecution {
                 ("user_s", .double(Self.seconds(usage.ru_utime))), ("sys_s", .double(Self.seconds(usage.ru_stime))),
             ])),
         ]
+        if options.tokenChurn != nil {
+            more.append(("pruned_tokens", .int(Int64(r.prunedTokens))))
+            more.append(("tokens_exhausted", .bool(r.tokensExhausted)))
+        }
         if let g = gatewayStats {
             let clientAttempts = Int64(m.sent + w.sent + m.retries + w.retries)
             let clientAnswered = Int64(m.completed + w.completed)
@@ -491,17 +538,45 @@ struct RunExecution {
                 ("received", .int(Int64(g.requests))), ("by_status", .object(byStatus)), ("by_reason", .object(byReason)),
                 ("connections_total", .int(Int64(g.connectionsTotal))), ("goaways", .int(Int64(g.goaways))),
                 ("drops", .int(Int64(g.drops))), ("bytes_in", .int(Int64(g.bytesIn))),
-            ])))
+            ] + (g.fcm.isEmpty ? [] : [("fcm", Self.fcmSection(g.fcm))]))))
             // Every response the client counted was received by the gateway, and the gateway received no
             // request the client did not send: answered <= received <= attempts.
             more.append(("reconciliation", .object([
                 ("client_attempts", .int(clientAttempts)), ("client_answered", .int(clientAnswered)),
                 ("gateway_received", .int(Int64(g.requests))),
                 ("consistent", .bool(clientAnswered <= Int64(g.requests) && Int64(g.requests) <= clientAttempts)),
-            ])))
+            ] + (g.fcm.isEmpty ? [] : Self.fcmReconciliation(g.fcm, m, w)))))
         }
         record.extra = more
         return record
+    }
+
+    /// summary.json `gateway.fcm`: the FCM route's counters (the captured pushes go to capture.json).
+    static func fcmSection(_ f: FCMStats) -> JSONValue {
+        var byCode: [(String, JSONValue)] = []
+        for k in f.byCode.keys.sorted() { byCode.append((k, .int(Int64(f.byCode[k]!)))) }
+        return .object([
+            ("requests", .int(Int64(f.requests))), ("messages_accepted", .int(Int64(f.messagesAccepted))),
+            ("validate_only", .int(Int64(f.validatedOnly))), ("topic_messages", .int(Int64(f.topicMessages))),
+            ("device_deliveries", .int(Int64(f.deviceDeliveries))), ("fanout_pending", .int(Int64(f.fanoutPending))),
+            ("by_code", .object(byCode)), ("churned_tokens", .int(Int64(f.churnedTokens))),
+            ("churn_refusals", .int(Int64(f.churnRefusals))), ("captured", .int(Int64(f.captured.count))),
+        ])
+    }
+
+    /// FCM messages the gateway accepted against the client's 200s: every 200 the client counted is an
+    /// accepted message, and the gateway accepted none the client did not send (unanswered requests may
+    /// have been accepted): ok <= accepted <= ok + unanswered. Left out when no request took the FCM route
+    /// (an APNs run with token churn).
+    static func fcmReconciliation(_ f: FCMStats, _ m: Tally, _ w: Tally) -> [(String, JSONValue)] {
+        guard f.requests > 0 else { return [] }
+        let ok = Int64(m.byStatus[200] + w.byStatus[200])
+        let unanswered = Int64(m.unfinished + w.unfinished + m.transportErrors + w.transportErrors)
+        let accepted = Int64(f.messagesAccepted + f.validatedOnly)
+        return [
+            ("fcm_messages_accepted", .int(accepted)), ("client_ok", .int(ok)),
+            ("fcm_consistent", .bool(ok <= accepted && accepted <= ok + unanswered)),
+        ]
     }
 
     static func counts(_ t: Tally) -> RequestCounts {
@@ -522,6 +597,9 @@ struct RunExecution {
         printOut("\(folder.path)\(record.interrupted ? "  (interrupted)" : "")")
         printOut("  requests   sent \(c.sent)  ok \(c.succeeded)  failed \(c.failed)  transport errors \(c.transportErrors)"
                  + "  unfinished \(c.unfinished)\(r.measured.notSent > 0 ? "  not sent \(r.measured.notSent)" : "")")
+        if options.tokenChurn != nil {
+            printOut("  tokens     pruned \(r.prunedTokens)\(r.tokensExhausted ? " (all: the run stopped)" : "")")
+        }
         printOut("  throughput \(f(record.achievedRPS, 1)) rps (\(target))  backlog max \(r.maxBacklog)"
                  + "  client cpu \(f(record.cpuUserSeconds + record.cpuSystemSeconds, 2)) s")
         for (name, h) in [("latency   ", record.latency), ("service   ", record.serviceTime)] {

@@ -1,0 +1,256 @@
+import Foundation
+
+/// The FCM side of the mock gateway (and token churn, which both routes share), from
+/// `pushbench gateway` flags. Everything is off by default except fan-out (10,000 devices/s, FCM's
+/// typical speed) and the Apple topic FCM uses for the generated APNs request.
+///
+/// ```swift
+/// let config = try GatewayConfiguration.parse(["--topic-subscribers", "news=100000", "--fcm-quota", "600000/min"])
+/// config.fcm.subscribers(ofTopic: "news")   // 100000
+/// ```
+public struct FCMConfiguration: Equatable, Sendable {
+    /// Subscribers per topic name (`--topic-subscribers NAME=N`, repeatable).
+    public var topicSubscribers: [String: Int] = [:]
+    /// Subscribers of a topic not named above (`--topic-subscribers N` or `*=N`); default 1000.
+    public var defaultSubscribers = 1000
+    /// Devices reached per second by a topic or condition fan-out (`--fanout-rate 10000/s`), per gateway.
+    public var fanoutPerSecond = 10_000.0
+    /// The project send quota (`--fcm-quota 600000/min`): messages per rolling window; nil = no quota.
+    public var quota: FCMQuota?
+    /// Fraction of the token space invalidated per second (`--token-churn 0.01/s`); 0 = none.
+    public var tokenChurnPerSecond = 0.0
+    /// How many delivered Apple pushes to keep for inspection (`--capture N`).
+    public var capture = 0
+    /// Failures injected on the FCM route by FCM error code (`--fcm-fail CODE=FRACTION`). When empty,
+    /// the APNs `--fail` reasons are mapped onto FCM's codes instead.
+    public var failures: [FCMFailureRate] = []
+    /// The `apns-topic` FCM puts on the APNs request when `apns.headers` has none (`--fcm-apns-topic`).
+    public var appleTopic = "com.example.pushbench"
+
+    /// The defaults.
+    public init() {}
+
+    /// Subscribers a send to `topic` reaches.
+    public func subscribers(ofTopic topic: String) -> Int { topicSubscribers[topic] ?? defaultSubscribers }
+
+    /// The FCM options `GatewayConfiguration.parse` accepts.
+    public static let options: [GatewayConfiguration.Option] = [
+        .init(name: "--topic-subscribers", takesValue: true, repeats: true),
+        .init(name: "--fanout-rate", takesValue: true, repeats: false),
+        .init(name: "--fcm-quota", takesValue: true, repeats: false),
+        .init(name: "--token-churn", takesValue: true, repeats: false),
+        .init(name: "--capture", takesValue: true, repeats: false),
+        .init(name: "--fcm-fail", takesValue: true, repeats: true),
+        .init(name: "--fcm-apns-topic", takesValue: true, repeats: false),
+    ]
+
+    /// Help lines for the FCM options.
+    public static let optionsHelp = """
+      FCM (POST /v1/projects/<id>/messages:send; the behaviours above apply with FCM's codes):
+      --topic-subscribers NAME=N  devices a topic send fans out to (repeatable); a bare N (or *=N)
+                                  sets every other topic (default 1000)
+      --fanout-rate N/s           devices reached per second by fan-out (default 10000/s)
+      --fcm-quota N/UNIT          project quota, rolling window (e.g. 600000/min); 429 QUOTA_EXCEEDED over it
+      --token-churn F/s           fraction of the token space invalidated per second (APNs: 410, FCM: 404)
+      --capture N                 keep the first N delivered Apple pushes (headers + payload) in /stats
+      --fcm-fail CODE=FRACTION    answer a fraction of valid FCM sends with an FCM error code (repeatable),
+                                  e.g. --fcm-fail UNAVAILABLE=1%; without it --fail reasons are mapped
+      --fcm-apns-topic TOPIC      apns-topic of the generated APNs request (default com.example.pushbench)
+    """
+
+    /// Applies one FCM option; false when `name` is not an FCM option.
+    mutating func apply(option name: String, value: String) throws(GatewayConfigurationError) -> Bool {
+        func fail(_ why: String) -> GatewayConfigurationError { GatewayConfigurationError("\(name): '\(value)' \(why)") }
+        switch name {
+        case "--topic-subscribers":
+            if let eq = value.firstIndex(of: "=") {
+                let topic = String(value[..<eq])
+                guard let n = Int(value[value.index(after: eq)...]), n >= 0 else { throw fail("has a count that is not a whole number ≥ 0") }
+                if topic == "*" { defaultSubscribers = n; return true }
+                guard FCMNames.isValidTopic(topic) else { throw fail("has a topic name outside [a-zA-Z0-9-_.~%]") }
+                topicSubscribers[topic] = n
+            } else {
+                guard let n = Int(value), n >= 0 else { throw fail("is not NAME=N or N (e.g. news=100000)") }
+                defaultSubscribers = n
+            }
+        case "--fanout-rate":
+            guard let (n, seconds) = Self.rate(value), n > 0 else { throw fail("is not a positive rate N/s (e.g. 10000/s)") }
+            fanoutPerSecond = n / seconds
+        case "--fcm-quota":
+            guard let (n, seconds) = Self.rate(value), n >= 1, n == n.rounded() else {
+                throw fail("is not a quota N/UNIT with a whole N ≥ 1 (e.g. 600000/min)")
+            }
+            quota = FCMQuota(messages: UInt64(n), windowNanos: UInt64(seconds * 1e9))
+        case "--token-churn":
+            guard let (f, seconds) = Self.rate(value), f >= 0, f / seconds <= 1 else {
+                throw fail("is not a fraction per time unit (e.g. 0.01/s)")
+            }
+            tokenChurnPerSecond = f / seconds
+        case "--capture":
+            guard let n = Int(value), (0...100_000).contains(n) else { throw fail("is not a count 0...100000") }
+            capture = n
+        case "--fcm-fail":
+            guard let eq = value.firstIndex(of: "=") else { throw fail("is not CODE=FRACTION") }
+            let codeName = String(value[..<eq])
+            guard let code = FCMErrorCode(name: codeName) else {
+                throw GatewayConfigurationError("\(name): '\(codeName)' is not an FCM error code (e.g. UNAVAILABLE, INTERNAL, UNREGISTERED)")
+            }
+            let fraction = try GatewayConfiguration.fraction(String(value[value.index(after: eq)...]), name)
+            failures.removeAll { $0.code == code }
+            failures.append(FCMFailureRate(code: code, fraction: fraction))
+        case "--fcm-apns-topic":
+            guard !value.isEmpty, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw fail("is not a bundle id") }
+            appleTopic = value
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// Checks what no single option can.
+    func validate() throws(GatewayConfigurationError) {
+        let total = failures.reduce(0) { $0 + $1.fraction }
+        if total > 1.0000001 { throw GatewayConfigurationError("FCM failure fractions add up to \(total), more than 1") }
+    }
+
+    /// `N/s`, `N/min`, `N/m`, `N/h`, `N` (per second), `N/10s`: the count and the window in seconds.
+    static func rate(_ text: String) -> (Double, Double)? {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let n = Double(parts[0]), n.isFinite, n >= 0 else { return nil }
+        guard parts.count == 2 else { return (n, 1) }
+        var unit = parts[1]
+        var scale = 1.0
+        if let i = unit.firstIndex(where: { !($0.isNumber || $0 == ".") }), i != unit.startIndex {
+            guard let s = Double(unit[..<i]), s > 0 else { return nil }
+            scale = s
+            unit = unit[i...]
+        }
+        switch unit {
+        case "s", "sec": return (n, scale)
+        case "m", "min": return (n, scale * 60)
+        case "h", "hour": return (n, scale * 3600)
+        default: return nil
+        }
+    }
+}
+
+/// A project quota: at most `messages` in any rolling window of `windowNanos`.
+public struct FCMQuota: Equatable, Sendable {
+    /// Messages allowed per window.
+    public var messages: UInt64
+    /// The window length in nanoseconds.
+    public var windowNanos: UInt64
+    /// A quota.
+    public init(messages: UInt64, windowNanos: UInt64) { self.messages = messages; self.windowNanos = windowNanos }
+}
+
+/// A fraction of otherwise valid FCM sends answered with `code`.
+public struct FCMFailureRate: Equatable, Sendable {
+    /// The FCM error code (and so the status).
+    public var code: FCMErrorCode
+    /// The fraction, 0...1.
+    public var fraction: Double
+    /// A failure rate.
+    public init(code: FCMErrorCode, fraction: Double) { self.code = code; self.fraction = fraction }
+}
+
+/// Name checks shared by the configuration and the request validator.
+enum FCMNames {
+    /// firebase-admin's topic rule `^[a-zA-Z0-9-_.~%]+$`.
+    static func isValidTopic(_ s: String) -> Bool {
+        var s = s
+        return s.withUTF8 { isValidTopic(UnsafeRawBufferPointer($0)) }
+    }
+
+    @inline(__always)
+    static func isValidTopic(_ b: UnsafeRawBufferPointer) -> Bool {
+        guard !b.isEmpty else { return false }
+        for c in b where !isTopicByte(c) { return false }
+        return true
+    }
+
+    @inline(__always)
+    static func isTopicByte(_ c: UInt8) -> Bool {
+        switch c {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
+             UInt8(ascii: "~"), UInt8(ascii: "%"): true
+        default: false
+        }
+    }
+}
+
+extension FCMConfiguration {
+    /// Reads the `"fcm"` object of a scenario file:
+    ///
+    ///     "fcm": {"topic_subscribers": {"news": 100000, "*": 1000}, "fanout_per_second": 10000,
+    ///             "quota": {"messages": 600000, "window_seconds": 60}, "token_churn_per_second": 0.01,
+    ///             "capture": 10, "failures": {"UNAVAILABLE": 0.01}, "apns_topic": "com.example.app"}
+    mutating func applyScenario(_ value: Any, path: String) throws(GatewayConfigurationError) {
+        func error(_ field: String, _ why: String) -> GatewayConfigurationError {
+            GatewayConfigurationError("scenario \(path): field 'fcm.\(field)': \(why)")
+        }
+        func number(_ v: Any, _ field: String) throws(GatewayConfigurationError) -> Double {
+            guard let n = v as? NSNumber, n.objCType.pointee != 0x63, n.doubleValue.isFinite else { throw error(field, "must be a number") }
+            return n.doubleValue
+        }
+        func count(_ v: Any, _ field: String) throws(GatewayConfigurationError) -> Int {
+            let d = try number(v, field)
+            guard d >= 0, d == d.rounded(), d < 1e15 else { throw error(field, "must be a whole number ≥ 0") }
+            return Int(d)
+        }
+        guard let o = value as? [String: Any] else {
+            throw GatewayConfigurationError("scenario \(path): field 'fcm': must be a JSON object")
+        }
+        let allowed = ["topic_subscribers", "fanout_per_second", "quota", "token_churn_per_second", "capture", "failures", "apns_topic"]
+        for key in o.keys.sorted() where !allowed.contains(key) {
+            throw error(key, "unknown field (expected one of \(allowed.joined(separator: ", ")))")
+        }
+        if let v = o["topic_subscribers"] {
+            guard let t = v as? [String: Any] else { throw error("topic_subscribers", "must be a JSON object of topic: count") }
+            for (name, n) in t.sorted(by: { $0.key < $1.key }) {
+                let c = try count(n, "topic_subscribers.\(name)")
+                if name == "*" { defaultSubscribers = c; continue }
+                guard FCMNames.isValidTopic(name) else { throw error("topic_subscribers.\(name)", "the topic name must match [a-zA-Z0-9-_.~%]+") }
+                topicSubscribers[name] = c
+            }
+        }
+        if let v = o["fanout_per_second"] {
+            let r = try number(v, "fanout_per_second")
+            guard r > 0 else { throw error("fanout_per_second", "must be more than 0") }
+            fanoutPerSecond = r
+        }
+        if let v = o["quota"] {
+            guard let q = v as? [String: Any], let m = q["messages"] else { throw error("quota", "must be {\"messages\": N, \"window_seconds\": S}") }
+            let messages = try count(m, "quota.messages")
+            let window = try number(q["window_seconds"] ?? 60, "quota.window_seconds")
+            guard messages >= 1, window > 0 else { throw error("quota", "needs messages ≥ 1 and window_seconds > 0") }
+            quota = FCMQuota(messages: UInt64(messages), windowNanos: UInt64(window * 1e9))
+        }
+        if let v = o["token_churn_per_second"] {
+            let f = try number(v, "token_churn_per_second")
+            guard f >= 0, f <= 1 else { throw error("token_churn_per_second", "must be a fraction between 0 and 1") }
+            tokenChurnPerSecond = f
+        }
+        if let v = o["capture"] {
+            let n = try count(v, "capture")
+            guard n <= 100_000 else { throw error("capture", "must be at most 100000") }
+            capture = n
+        }
+        if let v = o["failures"] {
+            guard let f = v as? [String: Any] else { throw error("failures", "must be a JSON object of CODE: fraction") }
+            failures = []
+            for (name, fraction) in f.sorted(by: { $0.key < $1.key }) {
+                guard let code = FCMErrorCode(name: name) else { throw error("failures.\(name)", "not an FCM error code (e.g. UNAVAILABLE)") }
+                let x = try number(fraction, "failures.\(name)")
+                guard x >= 0, x <= 1 else { throw error("failures.\(name)", "must be a fraction between 0 and 1") }
+                failures.append(FCMFailureRate(code: code, fraction: x))
+            }
+        }
+        if let v = o["apns_topic"] {
+            guard let s = v as? String, !s.isEmpty, s.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw error("apns_topic", "must be a bundle id string")
+            }
+            appleTopic = s
+        }
+    }
+}

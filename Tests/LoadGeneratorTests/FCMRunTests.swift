@@ -1,0 +1,211 @@
+import Foundation
+import LoadGenerator
+import PushPayload
+import Testing
+
+/// `pushbench` run as a user types it (the built binary, a temporary --out), for the pieces that
+/// FCM, token churn and capture add. Shared by FCMRunTests and TokenChurnRunTests.
+enum PushbenchBinary {
+    static var url: URL? {
+        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let candidate = exe.deletingLastPathComponent().appendingPathComponent("pushbench")
+        return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
+    }
+
+    static func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let bin = try #require(url, "build the pushbench binary first (swift build --build-tests)")
+        let p = Process()
+        p.executableURL = bin
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    static func tempDir() -> URL {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-fcm-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    /// summary.json of `out`/latest.
+    static func summary(_ out: URL) throws -> [String: Any] {
+        let data = try Data(contentsOf: out.appendingPathComponent("latest/summary.json"))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    static func int(_ o: Any?, _ path: String...) -> Int {
+        var cur = o
+        for key in path { cur = (cur as? [String: Any])?[key] }
+        return cur as? Int ?? -1
+    }
+
+    /// The accounting invariant of design.md on a summary's `requests` block.
+    static func accountingHolds(_ s: [String: Any]) -> Bool {
+        let r = s["requests"] as? [String: Any] ?? [:]
+        let byStatus = (r["by_status"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        return int(r, "sent") == int(r, "completed") + int(r, "transport_errors") + int(r, "unfinished")
+            && int(r, "completed") == int(r, "succeeded") + int(r, "failed") && byStatus == int(r, "completed")
+            && (s["accounting"] as? [String: Any])?["consistent"] as? Bool == true
+    }
+}
+
+@Suite(.serialized) struct FCMRunTests {
+    @Test func fcmRunAsANewUserTypesIt() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["--protocol", "fcm", "--rps", "2000", "--duration", "2s", "--out", out.path])
+        #expect(r.status == 0, "\(r.err)")
+        let latest = out.appendingPathComponent("latest")
+        for file in ["summary.json", "latency.hgrm", "latency.hlog", "service_time.hlog", "timeline.csv", "report.svg", "report.html"] {
+            #expect(FileManager.default.fileExists(atPath: latest.appendingPathComponent(file).path), "\(file)")
+        }
+        // No --capture: no capture.json.
+        #expect(!FileManager.default.fileExists(atPath: latest.appendingPathComponent("capture.json").path))
+        let s = try PushbenchBinary.summary(out)
+        let sent = PushbenchBinary.int(s, "requests", "sent")
+        #expect(sent == 4000)
+        #expect((s["requests"] as? [String: Any])?["by_status"] as? [String: Int] == ["200": 4000])
+        #expect(PushbenchBinary.accountingHolds(s))
+        let fcm = try #require((s["gateway"] as? [String: Any])?["fcm"] as? [String: Any], "gateway.fcm missing")
+        #expect(PushbenchBinary.int(fcm, "requests") == 4000)
+        #expect(PushbenchBinary.int(fcm, "messages_accepted") == 4000)
+        #expect(PushbenchBinary.int(fcm, "device_deliveries") == 4000)
+        #expect(PushbenchBinary.int(fcm, "validate_only") == 0 && PushbenchBinary.int(fcm, "topic_messages") == 0)
+        #expect(fcm["by_code"] as? [String: Int] == [:])
+        let rec = try #require(s["reconciliation"] as? [String: Any])
+        #expect(rec["consistent"] as? Bool == true)
+        #expect(rec["fcm_consistent"] as? Bool == true)
+        #expect(PushbenchBinary.int(rec, "fcm_messages_accepted") == PushbenchBinary.int(rec, "client_ok"))
+        #expect((s["config"] as? [String: Any])?["protocol"] as? String == "fcm")
+        // No churn asked: no pruning keys.
+        #expect(s["pruned_tokens"] == nil)
+    }
+
+    @Test func apnsRunHasNoFCMSection() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["--requests", "200", "--rps", "1000", "--out", out.path, "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        let gateway = try #require(s["gateway"] as? [String: Any])
+        #expect(gateway["fcm"] == nil)
+        #expect((s["reconciliation"] as? [String: Any])?["fcm_consistent"] == nil)
+    }
+
+    @Test func fcmErrorCodesReachByReasonAndMatchTheGateway() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["--protocol", "fcm", "--rps", "2000", "--requests", "2000", "--out", out.path, "--quiet",
+                                         "--gateway-arg=--fcm-fail=QUOTA_EXCEEDED=0.1", "--gateway-arg=--fcm-fail=UNREGISTERED=0.05"])
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        let byReason = (s["requests"] as? [String: Any])?["by_reason"] as? [String: Int] ?? [:]
+        let byStatus = (s["requests"] as? [String: Any])?["by_status"] as? [String: Int] ?? [:]
+        let byCode = ((s["gateway"] as? [String: Any])?["fcm"] as? [String: Any])?["by_code"] as? [String: Int] ?? [:]
+        #expect((byReason["QUOTA_EXCEEDED"] ?? 0) > 0 && (byReason["UNREGISTERED"] ?? 0) > 0, "\(byReason)")
+        #expect(byReason["QUOTA_EXCEEDED"] == byCode["QUOTA_EXCEEDED"] && byReason["QUOTA_EXCEEDED"] == byStatus["429"])
+        #expect(byReason["UNREGISTERED"] == byCode["UNREGISTERED"] && byReason["UNREGISTERED"] == byStatus["404"])
+        #expect((s["reconciliation"] as? [String: Any])?["fcm_consistent"] as? Bool == true)
+        // Injected UNREGISTERED answers are random, not per token: without --token-churn nothing is pruned.
+        #expect(s["pruned_tokens"] == nil)
+        #expect(PushbenchBinary.int(s, "requests", "sent") == 2000)
+    }
+
+    @Test func captureWritesTheApplePushesToCaptureJSON() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["--protocol", "fcm", "--rps", "1000", "--requests", "300", "--capture", "7",
+                                         "--out", out.path, "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        let data = try Data(contentsOf: out.appendingPathComponent("latest/capture.json"))
+        let entries = try #require(try JSONSerialization.jsonObject(with: data) as? [Any])
+        #expect(entries.count == 7)
+        for entry in entries {
+            let push = try #require(entry as? [String: Any])
+            let payload = try #require(push["payload"] as? [String: Any])
+            #expect(payload["aps"] is [String: Any])
+            let headers = try #require(push["headers"] as? [String: String])
+            #expect(headers["apns-topic"] == "com.example.pushbench" && headers["apns-push-type"] == "alert")
+            #expect((push["target"] as? String)?.hasPrefix("token:") == true)
+        }
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.int(s["gateway"], "fcm", "captured") == 7)
+    }
+
+    @Test func fcmTokenFilesAreAcceptedAndBadOnesNamedByLine() throws {
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let good = dir.appendingPathComponent("fcm-tokens.txt")
+        let long = "bk3RNwTe3H0:CI2k_HHwgIpoDKCIZvvDMExUdFQ3P1" + String(repeating: "aZ09_-", count: 35)
+        try Data("# FCM registration tokens\n\(long)\n  dX9f-Q:APA91b.Example_token  \n\nshort\n".utf8).write(to: good)
+        let r = try PushbenchBinary.run(["--protocol", "fcm", "--tokens", good.path, "--rps", "1000", "--requests", "90",
+                                         "--capture", "3", "--out", dir.path, "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(dir)
+        #expect((s["requests"] as? [String: Any])?["by_status"] as? [String: Int] == ["200": 90])
+        let captured = try #require(try JSONSerialization.jsonObject(
+            with: Data(contentsOf: dir.appendingPathComponent("latest/capture.json"))) as? [[String: Any]])
+        let targets = Set(captured.compactMap { $0["target"] as? String })
+        #expect(targets == ["token:\(long)", "token:dX9f-Q:APA91b.Example_token", "token:short"])
+
+        // The same file is not APNs tokens: exit 2 naming the line, with a hint.
+        let apns = try PushbenchBinary.run(["--tokens", good.path, "--requests", "10", "--out", dir.path, "--quiet"])
+        #expect(apns.status == 2)
+        #expect(apns.err.contains("fcm-tokens.txt:2:") && apns.err.contains("--protocol fcm"), "\(apns.err)")
+
+        let bad = dir.appendingPathComponent("bad.txt")
+        try Data("good_token:1\nbad token/2\n".utf8).write(to: bad)
+        let b = try PushbenchBinary.run(["--protocol", "fcm", "--tokens", bad.path, "--requests", "10", "--out", dir.path, "--quiet"])
+        #expect(b.status == 2)
+        #expect(b.err.contains("bad.txt:2:") && b.err.contains("FCM registration token") && b.err.contains("' '"), "\(b.err)")
+    }
+
+    @Test func optionsOnlyTheEmbeddedGatewayHasAreRefusedWithATarget() throws {
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let churn = try PushbenchBinary.run(["--target", "http://127.0.0.1:9", "--token-churn", "0.01/s", "--out", dir.path])
+        #expect(churn.status == 2)
+        #expect(churn.err.contains("--token-churn"), "\(churn.err)")
+        let capture = try PushbenchBinary.run(["--target", "http://127.0.0.1:9", "--protocol", "fcm", "--capture", "3", "--out", dir.path])
+        #expect(capture.status == 2 && capture.err.contains("--capture"), "\(capture.err)")
+        let apnsCapture = try PushbenchBinary.run(["--capture", "3", "--out", dir.path])
+        #expect(apnsCapture.status == 2 && apnsCapture.err.contains("--protocol fcm"), "\(apnsCapture.err)")
+        let badRate = try PushbenchBinary.run(["--token-churn", "lots", "--out", dir.path])
+        #expect(badRate.status == 2 && badRate.err.contains("--token-churn") && badRate.err.contains("lots"), "\(badRate.err)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("latest").path))
+    }
+}
+
+@Suite struct FCMTokenParsingTests {
+    @Test func fcmKindKeepsTokensAsWrittenAndRejectsOthers() throws {
+        let t = try DeviceTokens(bytes: Array("AbC:d_e-f.9\n# c\n\nx\n".utf8), file: "f", kind: .fcm)
+        #expect(t.count == 2 && t[0] == "AbC:d_e-f.9" && t[1] == "x" && t.maxLength == 11)
+        let e = #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("ok\na/b\n".utf8), file: "f", kind: .fcm) }
+        #expect(e?.description == "f:2: FCM registration token has a character '/' at column 2; allowed: A-Z a-z 0-9 _ : . -")
+        let tooLong = String(repeating: "a", count: DeviceTokens.maxFCMTokenLength + 1)
+        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array(tooLong.utf8), file: "f", kind: .fcm) }
+        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("# only\n".utf8), file: "f", kind: .fcm) }
+        // APNs stays hex-only.
+        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("AbC:d\n".utf8), file: "f") }
+    }
+
+    @Test func reasonsOfGoneTokens() {
+        let unregistered = Array(#"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"UNREGISTERED"}]}}"#.utf8)
+        let quota = Array(#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"errorCode": "QUOTA_EXCEEDED"}]}}"#.utf8)
+        let u = unregistered.withUnsafeBytes { Reasons.index(inBody: $0) }
+        let q = quota.withUnsafeBytes { Reasons.index(inBody: $0) }
+        #expect(Reasons.names[u] == "UNREGISTERED" && Reasons.names[q] == "QUOTA_EXCEEDED")
+        #expect(Reasons.meansTokenGone(status: 404, reason: u))
+        #expect(!Reasons.meansTokenGone(status: 404, reason: 0))  // wrong path: NOT_FOUND without errorCode
+        #expect(!Reasons.meansTokenGone(status: 429, reason: q))
+        #expect(Reasons.meansTokenGone(status: 410, reason: Reasons.index(of: "Unregistered")))
+        #expect(Reasons.meansTokenGone(status: 410, reason: Reasons.index(of: "ExpiredToken")))
+        #expect(!Reasons.meansTokenGone(status: 400, reason: Reasons.index(of: "BadDeviceToken")))
+    }
+}
