@@ -45,7 +45,7 @@ struct EncoderComparisonExecution {
             (host, port, authority) = try run.resolveTarget(target)
         } else {
             let gatewayConfig: GatewayConfiguration
-            do { gatewayConfig = try GatewayConfiguration.parse(options.gatewayArguments) } catch {
+            do { gatewayConfig = try GatewayConfiguration.parse(options.embeddedGatewayArguments) } catch {
                 throw Failure(status: 2, message: "--gateway-arg: \(error.message)")
             }
             do { gateway = try EmbeddedGateway.start(gatewayConfig) } catch {
@@ -181,6 +181,7 @@ struct EncoderComparisonExecution {
         config.project = options.project
         config.retries = options.retries
         config.seed = options.seed
+        config.pruneGoneTokens = options.tokenChurn != nil
         if let q = options.paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
         return config
     }
