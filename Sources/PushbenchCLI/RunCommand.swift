@@ -127,7 +127,8 @@ public struct RunCommand: PushbenchCommand {
       --connections N         connections per driver thread (default 8)
       --streams N             max concurrent streams per connection, capped by the peer (default 100)
       --threads N             driver event loops (default 1)
-      --encoder LIST          zerocopy, copy or foundation; a comma list runs each in turn (default zerocopy)
+      --encoder LIST          zerocopy, copy or foundation (default zerocopy); a comma list runs them in
+                              interleaved 1 s rounds and writes a comparison (comparison.md, comparison.svg)
       --payload FILE          JSON payload template with {{seq}} {{token}} {{message_id}} {{badge}} {{uuid}} {{pad:N}}
       --tokens FILE|N         device tokens, one per line (hex; FCM registration tokens with --protocol fcm),
                               or N synthetic ones (default 1000)
