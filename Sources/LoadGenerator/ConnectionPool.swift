@@ -122,6 +122,8 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     private func reconnect() {
         guard !closing else { return }
         needsReconnect = false
+        // A replaced connection may be released below: never keep sending on it.
+        batch = nil
         for i in active.indices where dead.contains(ObjectIdentifier(active[i])) {
             retired.append(active[i])
             active[i] = open()
