@@ -11,6 +11,9 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     private let config: LoadConfiguration
     private unowned(unsafe) let core: DriverCore
     private let onChange: () -> Void
+    /// Called after each response instead of the change callback when set: the open-loop driver uses it
+    /// to send only when a request is waiting for a stream (the pacing timer sends the rest in batches).
+    var onResponse: (() -> Void)?
     private let block: HTTP2HeaderBlock
     private let encoder: any PayloadEncoder
     private let clientConfig: HTTP2ClientConfiguration
@@ -21,6 +24,11 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     private var retired: [HTTP2ClientConnection] = []
     private var cursor = 0
     private unowned(unsafe) var preferred: HTTP2ClientConnection?
+    // The connection taking the paced sends of the current pump (one pacer wakeup): every request due
+    // at once goes on it while it has free streams, so they share one writev here and one read + one
+    // writev at the target, instead of one each per connection. ``endBatch()`` moves on to the next
+    // connection for the next wakeup, so the load still spreads evenly over the connections.
+    private unowned(unsafe) var batch: HTTP2ClientConnection?
     private var reconnectTimer: LoopTimer?
     private var needsReconnect = false
     private var closing = false
@@ -114,6 +122,8 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     private func reconnect() {
         guard !closing else { return }
         needsReconnect = false
+        // A replaced connection may be released below: never keep sending on it.
+        batch = nil
         for i in active.indices where dead.contains(ObjectIdentifier(active[i])) {
             retired.append(active[i])
             active[i] = open()
@@ -144,11 +154,12 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         // A stream freed by a response is refilled on the same connection, as h2load does: the new
         // request joins the write batch of the connection being read, one writev instead of several.
         if let p = preferred, p.availableStreams > 0 { c = p }
+        else if let b = batch, b.availableStreams > 0 { c = b }
         if c == nil { for _ in 0..<n {
             let candidate = active[cursor]
             cursor += 1
             if cursor == n { cursor = 0 }
-            if candidate.availableStreams > 0 { c = candidate; break }
+            if candidate.availableStreams > 0 { c = candidate; batch = candidate; break }
         } }
         guard let c else { return .noStream }
         var tokenIndex = Int(UInt64(bitPattern: sequence) % UInt64(config.tokens.count))
@@ -196,6 +207,10 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         return .started
     }
 
+    /// Ends the current send batch: the next paced sends start on the next connection (round robin).
+    @inline(__always)
+    func endBatch() { batch = nil }
+
     // MARK: HTTP2ClientDelegate
 
     func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) {
@@ -232,7 +247,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         if prune && Reasons.meansTokenGone(status: response.status, reason: reason) { pruneToken(Int(slotToken[Int(slot)])) }
         core.responded(slot: slot, status: response.status, reason: reason)
         preferred = connection
-        onChange()
+        if let onResponse { onResponse() } else { onChange() }
         preferred = nil
     }
 

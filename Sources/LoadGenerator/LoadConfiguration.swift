@@ -63,16 +63,20 @@ public struct LoadConfiguration: Sendable {
     /// Pacing timer granularity in ns. 0 wakes the driver at every request's intended time; a larger
     /// value wakes it at most once per quantum and sends everything due. Either way latency is measured
     /// from the exact intended time, so a coarser step only adds its lateness (< one quantum) to it.
-    /// Default: ``automaticPacingQuantumNs`` (exact up to 20k rps per thread, 50 µs steps above: each
-    /// timerfd wakeup costs a few µs of CPU, and at 50k rps exact wakeups alone take ~40% of a core on a
-    /// 2-core VM, twice what 50 µs steps take; `pushbench-benchmarks pacer` measures both).
+    /// Default: ``automaticPacingQuantumNs``: exact up to 20k rps per thread; above, one wakeup per 8
+    /// requests of the schedule, kept within 50-200 µs (160 µs at 50k rps, 80 µs at 100k). Each wakeup
+    /// costs a fixed ~25 µs of CPU on the 2-core VM (epoll, timerfd read, a writev whose loopback
+    /// delivery the sender pays, then the read of the answers), on top of ~8 µs per request: at 50k rps
+    /// 50 µs steps (2.5 requests each) kept the driver thread at ~0.95 core, 8 requests per wakeup
+    /// brings it to ~0.6 (docs/loadgen.md "Pacing").
     public var pacingQuantumNs: UInt64 = LoadConfiguration.automaticPacingQuantumNs
     /// Marker for "choose the quantum from the rate".
     public static let automaticPacingQuantumNs = UInt64.max
     /// The quantum in force for `rate` requests/s per thread.
     public func effectiveQuantumNs(perThreadRate rate: Double) -> UInt64 {
         guard pacingQuantumNs == Self.automaticPacingQuantumNs else { return pacingQuantumNs }
-        return rate > 20_000 ? 50_000 : 0
+        guard rate > 20_000 else { return 0 }
+        return UInt64(min(200_000, max(50_000, (8e9 / rate).rounded())))
     }
     /// Stop sending to a token once it is answered as gone (APNs 410 Unregistered/ExpiredToken, FCM 404
     /// UNREGISTERED), as a well-behaved provider does; when every token is gone the run stops (results

@@ -75,6 +75,7 @@ final class DriverThread {
         connectDeadline = MonotonicClock.nanoseconds() + config.connectTimeoutMilliseconds * 1_000_000 + 500_000_000
         pool = try ConnectionPool(loop: loop, config: config, core: core, thread: index) { [unowned self] in self.pump() }
         core.attach(pool)
+        pool.onResponse = { [unowned self] in self.responded() }
         pacing = try PreciseTimer(loop: loop) { [unowned self] _ in
             if !self.periodic { self.armedDeadline = 0 }
             self.pump()
@@ -97,9 +98,20 @@ final class DriverThread {
         loop.close()
     }
 
+    // A response frees a stream. While the pacing timer is armed nothing waits for a stream (the last pump
+    // sent everything due), so the timer's next wakeup sends what falls due meanwhile, all in one batch
+    // per wakeup. Pumping here as well would send each request as it falls due, between wakeups: one
+    // writev here and one read + writev at the target per request, at 50k rps twice the syscalls and
+    // the CPU of batching per wakeup, for at most one quantum less lateness. With no timer armed (a
+    // request waits for a stream, retries are queued, the closed loop) the freed stream is refilled now.
+    @inline(__always) private func responded() {
+        if armedDeadline == 0 { pump() }
+    }
+
     @inline(__always) private func pump() {
         guard state == .running else { return }
         let next = core.pump()
+        pool.endBatch()
         if periodic {
             // Blocked (every stream busy) or done: no point waking every interval; a response that frees a
             // stream pumps again, and the timer restarts at the next intended time, in phase with the schedule.
