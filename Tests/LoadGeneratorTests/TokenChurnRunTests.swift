@@ -4,14 +4,15 @@ import Testing
 /// `--token-churn`: the embedded gateway invalidates tokens over time; the client prunes every token
 /// answered as gone and sends to it no more.
 @Suite(.serialized) struct TokenChurnRunTests {
-    /// 1000 tokens at 2000 rps: each token comes up every 0.5 s. After a token churns, a client that kept
-    /// sending to it would be refused about twice a second for the rest of the run; a pruning client is
-    /// refused once per token (plus the rare duplicate already in flight when the first refusal came).
+    /// 1000 tokens at 1000 rps: each token comes up once a second. After a token churns, a client that kept
+    /// sending to it would be refused once a second for the rest of the run; a pruning client is refused
+    /// once per token (plus the rare duplicate sent before the first refusal came back, which needs a
+    /// response slower than a second: 2000 rps made that happen on a loaded 2-core machine).
     @Test(arguments: ["apns", "fcm"])
     func churnedTokensArePrunedAndNotSentToAgain(proto: String) throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = try PushbenchBinary.run(["--protocol", proto, "--rps", "2000", "--duration", "3s", "--token-churn", "0.2/s",
+        let r = try PushbenchBinary.run(["--protocol", proto, "--rps", "1000", "--duration", "3s", "--token-churn", "0.2/s",
                                          "--out", out.path])
         #expect(r.status == 0, "\(r.err)")
         #expect(r.out.contains("pruned"), "\(r.out)")
@@ -29,7 +30,7 @@ import Testing
         #expect(PushbenchBinary.int(fcm, "churned_tokens") == pruned)
         // Later requests avoided the pruned tokens: a refusal per pruned token, give or take duplicates in flight.
         #expect(gone >= pruned && gone <= pruned + pruned / 10 + 5, "gone answers \(gone), pruned \(pruned)")
-        #expect(PushbenchBinary.int(s, "requests", "sent") == 6000)
+        #expect(PushbenchBinary.int(s, "requests", "sent") == 3000)
         #expect((s["reconciliation"] as? [String: Any])?["consistent"] as? Bool == true)
         if proto == "fcm" { #expect((s["reconciliation"] as? [String: Any])?["fcm_consistent"] as? Bool == true) }
     }
