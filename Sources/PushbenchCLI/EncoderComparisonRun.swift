@@ -57,8 +57,8 @@ struct EncoderComparisonExecution {
         }
         defer { gateway?.stop() }
 
-        var config = makeConfiguration(host: host, port: port, authority: authority, template: template,
-                                       tokens: tokens, limit: limit)
+        var config = options.loadConfiguration(host: host, port: port, authority: authority, template: template,
+                                               tokens: tokens, limit: limit)
         slowdown?.apply(to: &config)
         let warmupNs = UInt64(options.warmupSeconds * 1e9)
         let schedule: [ComparisonRound]
@@ -156,34 +156,6 @@ struct EncoderComparisonExecution {
             printOut("\(folder.path)  (comparison.md, comparison.svg)\(ab.interrupted ? "  (interrupted)" : "")")
         }
         return 0
-    }
-
-    /// The load configuration of `pushbench run` for these options (the encoder is set per round). Mirrors
-    /// RunExecution.runOnce's; keep the two in step (or share one builder in RunCommand.swift).
-    private func makeConfiguration(host: String, port: Int, authority: String, template: PayloadTemplate,
-                                   tokens: DeviceTokens, limit: Int) -> LoadConfiguration {
-        var config = LoadConfiguration(host: host, port: port, authority: authority, template: template, tokens: tokens)
-        config.pushProtocol = PushProtocol(rawValue: options.pushProtocol)!
-        if case .perSecond(let n) = options.rate { config.rate = n } else { config.rate = nil }
-        config.durationNs = UInt64(options.durationSeconds * 1e9)
-        config.warmupNs = UInt64(options.warmupSeconds * 1e9)
-        config.requests = options.requests
-        config.connections = options.connections
-        config.streams = options.streams
-        config.threads = options.threads
-        config.payloadLimit = limit
-        config.sendOversize = options.sendOversize
-        config.topic = options.topic
-        config.pushType = options.pushType
-        config.priority = options.priority
-        config.expiration = options.expiration
-        config.collapseID = options.collapseID
-        config.project = options.project
-        config.retries = options.retries
-        config.seed = options.seed
-        config.pruneGoneTokens = options.tokenChurn != nil
-        if let q = options.paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
-        return config
     }
 
     static func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }

@@ -408,28 +408,9 @@ struct RunExecution {
         }
         defer { gateway?.stop() }
 
-        var config = LoadConfiguration(host: host, port: port, authority: authority, template: template, tokens: tokens)
-        config.pushProtocol = PushProtocol(rawValue: options.pushProtocol)!
-        if case .perSecond(let n) = options.rate { config.rate = n } else { config.rate = nil }
-        config.durationNs = UInt64(options.durationSeconds * 1e9)
-        config.warmupNs = UInt64(options.warmupSeconds * 1e9)
-        config.requests = options.requests
-        config.connections = options.connections
-        config.streams = options.streams
-        config.threads = options.threads
+        var config = options.loadConfiguration(host: host, port: port, authority: authority, template: template,
+                                               tokens: tokens, limit: limit)
         config.encoder = encoder
-        config.payloadLimit = limit
-        config.sendOversize = options.sendOversize
-        config.topic = options.topic
-        config.pushType = options.pushType
-        config.priority = options.priority
-        config.expiration = options.expiration
-        config.collapseID = options.collapseID
-        config.project = options.project
-        config.retries = options.retries
-        config.seed = options.seed
-        config.pruneGoneTokens = options.tokenChurn != nil
-        if let q = options.paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json)
         interruptRequested.store(false, ordering: .relaxed)
@@ -608,5 +589,35 @@ struct RunExecution {
             printOut("  \(name) p50 \(ms(h.valueAtPercentile(50)))  p90 \(ms(h.valueAtPercentile(90)))"
                      + "  p99 \(ms(h.valueAtPercentile(99)))  p99.9 \(ms(h.valueAtPercentile(99.9)))  max \(ms(h.max))")
         }
+    }
+}
+
+extension RunOptions {
+    /// The load generator's configuration for these options against `host:port` (the encoder is left at
+    /// its default; `pushbench run` and the encoder A/B set it per run or per round).
+    func loadConfiguration(host: String, port: Int, authority: String, template: PayloadTemplate,
+                           tokens: DeviceTokens, limit: Int) -> LoadConfiguration {
+        var config = LoadConfiguration(host: host, port: port, authority: authority, template: template, tokens: tokens)
+        config.pushProtocol = PushProtocol(rawValue: pushProtocol)!
+        if case .perSecond(let n) = rate { config.rate = n } else { config.rate = nil }
+        config.durationNs = UInt64(durationSeconds * 1e9)
+        config.warmupNs = UInt64(warmupSeconds * 1e9)
+        config.requests = requests
+        config.connections = connections
+        config.streams = streams
+        config.threads = threads
+        config.payloadLimit = limit
+        config.sendOversize = sendOversize
+        config.topic = topic
+        config.pushType = pushType
+        config.priority = priority
+        config.expiration = expiration
+        config.collapseID = collapseID
+        config.project = project
+        config.retries = retries
+        config.seed = seed
+        config.pruneGoneTokens = tokenChurn != nil
+        if let q = paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
+        return config
     }
 }
