@@ -147,25 +147,14 @@ public final class DeviceTokens: @unchecked Sendable {
         var hex: [UInt8] = []
         hex.reserveCapacity(bytes.count)
         var offsets: [Int] = [0]
-        var line = 0
-        var i = 0
-        let n = bytes.count
-        while i < n {
-            line += 1
-            var end = i
-            while end < n && bytes[end] != 0x0A { end += 1 }
-            var a = i, b = end
-            while a < b && (bytes[a] == 0x20 || bytes[a] == 0x09) { a += 1 }
-            while b > a && (bytes[b - 1] == 0x20 || bytes[b - 1] == 0x09 || bytes[b - 1] == 0x0D) { b -= 1 }
-            i = end + 1
-            if a == b || bytes[a] == UInt8(ascii: "#") { continue }
+        try DeviceTokens.forEachTokenLine(bytes) { (line, a, b) throws(TokenFileError) in
             for k in a..<b {
                 let c = bytes[k]
                 switch c {
                 case 0x30...0x39, 0x61...0x66: hex.append(c)
                 case 0x41...0x46: hex.append(c | 0x20)
                 default:
-                    let shown = c >= 0x20 && c < 0x7F ? "'\(Character(Unicode.Scalar(c)))'" : String(format: "byte 0x%02x", c)
+                    let shown = DeviceTokens.describe(byte: c)
                     throw TokenFileError(file: file, line: line, reason:
                         "token has a non-hex character \(shown) at column \(k - a + 1)"
                         + (DeviceTokens.isFCMTokenByte(c) ? " (an FCM registration token needs --protocol fcm)" : ""))
@@ -183,6 +172,30 @@ public final class DeviceTokens: @unchecked Sendable {
         self.init(hex: hex, offsets: offsets)
     }
 
+    /// Calls `body(line, start, end)` for each token line of a token file: lines split on LF, spaces,
+    /// tabs and a trailing CR trimmed, blank lines and `#` comments skipped.
+    static func forEachTokenLine<E: Error>(_ bytes: [UInt8], _ body: (Int, Int, Int) throws(E) -> Void) throws(E) {
+        var line = 0
+        var i = 0
+        let n = bytes.count
+        while i < n {
+            line += 1
+            var end = i
+            while end < n && bytes[end] != 0x0A { end += 1 }
+            var a = i, b = end
+            while a < b && (bytes[a] == 0x20 || bytes[a] == 0x09) { a += 1 }
+            while b > a && (bytes[b - 1] == 0x20 || bytes[b - 1] == 0x09 || bytes[b - 1] == 0x0D) { b -= 1 }
+            i = end + 1
+            if a == b || bytes[a] == UInt8(ascii: "#") { continue }
+            try body(line, a, b)
+        }
+    }
+
+    /// A byte as an error message shows it: the character in quotes when printable, else its hex value.
+    static func describe(byte c: UInt8) -> String {
+        c >= 0x20 && c < 0x7F ? "'\(Character(Unicode.Scalar(c)))'" : String(format: "byte 0x%02x", c)
+    }
+
     @inline(__always) static func isFCMTokenByte(_ c: UInt8) -> Bool {
         switch c {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"),
@@ -196,21 +209,10 @@ public final class DeviceTokens: @unchecked Sendable {
         var text: [UInt8] = []
         text.reserveCapacity(bytes.count)
         var offsets: [Int] = [0]
-        var line = 0
-        var i = 0
-        let n = bytes.count
-        while i < n {
-            line += 1
-            var end = i
-            while end < n && bytes[end] != 0x0A { end += 1 }
-            var a = i, b = end
-            while a < b && (bytes[a] == 0x20 || bytes[a] == 0x09) { a += 1 }
-            while b > a && (bytes[b - 1] == 0x20 || bytes[b - 1] == 0x09 || bytes[b - 1] == 0x0D) { b -= 1 }
-            i = end + 1
-            if a == b || bytes[a] == UInt8(ascii: "#") { continue }
+        try DeviceTokens.forEachTokenLine(bytes) { (line, a, b) throws(TokenFileError) in
             for k in a..<b where !DeviceTokens.isFCMTokenByte(bytes[k]) {
                 let c = bytes[k]
-                let shown = c >= 0x20 && c < 0x7F ? "'\(Character(Unicode.Scalar(c)))'" : String(format: "byte 0x%02x", c)
+                let shown = DeviceTokens.describe(byte: c)
                 throw TokenFileError(file: file, line: line, reason:
                     "FCM registration token has a character \(shown) at column \(k - a + 1); allowed: A-Z a-z 0-9 _ : . -")
             }

@@ -39,22 +39,7 @@ struct EncoderComparisonExecution {
                        + "\(s.nanoseconds / 1000) µs per payload (a test of the regression gate, not a measurement)")
         }
 
-        var gateway: EmbeddedGateway?
-        let host: String, port: Int, authority: String
-        if let target = options.target {
-            (host, port, authority) = try run.resolveTarget(target)
-        } else {
-            let gatewayConfig: GatewayConfiguration
-            do { gatewayConfig = try GatewayConfiguration.parse(options.embeddedGatewayArguments) } catch {
-                throw Failure(status: 2, message: "--gateway-arg: \(error.message)")
-            }
-            do { gateway = try EmbeddedGateway.start(gatewayConfig) } catch {
-                throw Failure(status: 3, message: "cannot start the embedded gateway: \(error)")
-            }
-            host = gateway!.host
-            port = gateway!.port
-            authority = "\(host):\(port)"
-        }
+        let (host, port, authority, gateway) = try run.startTarget()
         defer { gateway?.stop() }
 
         var config = options.loadConfiguration(host: host, port: port, authority: authority, template: template,

@@ -341,6 +341,24 @@ struct RunExecution {
     }
 
     /// Where to connect: (numeric host, port, authority).
+    /// Where the run sends: `--target` resolved to a numeric address, or the embedded gateway started on
+    /// a free loopback port (the caller stops it when the run ends).
+    func startTarget() throws(Failure) -> (host: String, port: Int, authority: String, gateway: EmbeddedGateway?) {
+        if let target = options.target {
+            let (host, port, authority) = try resolveTarget(target)
+            return (host, port, authority, nil)
+        }
+        let gatewayConfig: GatewayConfiguration
+        do { gatewayConfig = try GatewayConfiguration.parse(options.embeddedGatewayArguments) } catch {
+            throw Failure(status: 2, message: "--gateway-arg: \(error.message)")
+        }
+        let gateway: EmbeddedGateway
+        do { gateway = try EmbeddedGateway.start(gatewayConfig) } catch {
+            throw Failure(status: 3, message: "cannot start the embedded gateway: \(error)")
+        }
+        return (gateway.host, gateway.port, "\(gateway.host):\(gateway.port)", gateway)
+    }
+
     func resolveTarget(_ url: String) throws(Failure) -> (String, Int, String) {
         if url.hasPrefix("https://") {
             throw Failure(status: 2, message: "--target: '\(url)': TLS is not supported yet; use http:// (h2c, prior knowledge)")
@@ -390,22 +408,7 @@ struct RunExecution {
 
     private func runOnce(encoder: EncoderVariant, label: String, template: PayloadTemplate, tokens: DeviceTokens,
                          limit: Int) throws(Failure) -> Int32 {
-        var gateway: EmbeddedGateway?
-        let host: String, port: Int, authority: String
-        if let target = options.target {
-            (host, port, authority) = try resolveTarget(target)
-        } else {
-            let gatewayConfig: GatewayConfiguration
-            do { gatewayConfig = try GatewayConfiguration.parse(options.embeddedGatewayArguments) } catch {
-                throw Failure(status: 2, message: "--gateway-arg: \(error.message)")
-            }
-            do { gateway = try EmbeddedGateway.start(gatewayConfig) } catch {
-                throw Failure(status: 3, message: "cannot start the embedded gateway: \(error)")
-            }
-            host = gateway!.host
-            port = gateway!.port
-            authority = "\(host):\(port)"
-        }
+        let (host, port, authority, gateway) = try startTarget()
         defer { gateway?.stop() }
 
         var config = options.loadConfiguration(host: host, port: port, authority: authority, template: template,
