@@ -3,42 +3,6 @@ import PushTransport
 import Testing
 @testable import MockGateway
 
-/// Closed-loop FCM client on the gateway's own loop: every response submits the next send.
-private final class FCMPump: HTTP2ClientDelegate {
-    let block: HTTP2HeaderBlock
-    let payload: UnsafeRawBufferPointer
-    let path: StaticString = "/v1/projects/pushbench/messages:send"
-    var connected = false
-    var responses = 0
-    var non200 = 0
-    var failures = 0
-
-    init(block: HTTP2HeaderBlock, payload: UnsafeRawBufferPointer) {
-        self.block = block
-        self.payload = payload
-    }
-
-    func submit(_ c: HTTP2ClientConnection) {
-        do {
-            try c.submit(block, context: 0) { req in
-                req.setValue(0, path)
-                req.borrowBody(payload)
-            }
-        } catch {
-            failures += 1
-        }
-    }
-
-    func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) { connected = true }
-    func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError) { failures += 1 }
-    func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
-        responses += 1
-        if response.status != 200 { non200 += 1 }
-        submit(connection)
-    }
-    func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) { failures += 1 }
-}
-
 @Suite(.serialized) struct FCMLoopbackAllocationTests {
     /// The seeds' FCM message → 200 with a `name` body over a real socket: nothing allocated on the Swift side per
     /// request once warm (parse, Apple payload, APNs checks, body rendering and the copy into the stream's slot).
@@ -58,7 +22,7 @@ private final class FCMPump: HTTP2ClientDelegate {
         payload.copyBytes(from: payloadBytes)
         let block = try HTTP2HeaderBlock.request(authority: "localhost", path: nil,
                                                  headers: [("authorization", "Bearer test"), ("content-type", "application/json")])
-        let pump = FCMPump(block: block, payload: UnsafeRawBufferPointer(payload))
+        let pump = Pump(block: block, payload: UnsafeRawBufferPointer(payload), path: "/v1/projects/pushbench/messages:send")
         let client = HTTP2ClientConnection(loop: loop, delegate: pump)
         client.connect(host: "127.0.0.1", port: port)
         #expect(loop.run(until: { pump.connected }, timeoutNanoseconds: 20_000_000_000))

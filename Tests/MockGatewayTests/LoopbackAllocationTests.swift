@@ -3,42 +3,6 @@ import PushTransport
 import Testing
 @testable import MockGateway
 
-/// Closed-loop client on the same loop as the gateway: every response submits the next request.
-private final class Pump: HTTP2ClientDelegate {
-    let block: HTTP2HeaderBlock
-    let payload: UnsafeRawBufferPointer
-    let path: StaticString = "/3/device/abababababababababababababababababababababababababababababababab"
-    var connected = false
-    var responses = 0
-    var non200 = 0
-    var failures = 0
-
-    init(block: HTTP2HeaderBlock, payload: UnsafeRawBufferPointer) {
-        self.block = block
-        self.payload = payload
-    }
-
-    func submit(_ c: HTTP2ClientConnection) {
-        do {
-            try c.submit(block, context: 0) { req in
-                req.setValue(0, path)
-                req.borrowBody(payload)
-            }
-        } catch {
-            failures += 1
-        }
-    }
-
-    func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) { connected = true }
-    func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError) { failures += 1 }
-    func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
-        responses += 1
-        if response.status != 200 { non200 += 1 }
-        submit(connection)
-    }
-    func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) { failures += 1 }
-}
-
 @Suite(.serialized) struct LoopbackAllocationTests {
     /// Valid request → 200 over a real socket: the gateway (and the transport's client) allocate nothing on the
     /// Swift side per request once warm; what remains is nghttp2's own (counted apart by the loop's allocator).
@@ -63,7 +27,8 @@ private final class Pump: HTTP2ClientDelegate {
         payload.copyBytes(from: payloadBytes)
         let block = try HTTP2HeaderBlock.request(authority: "localhost", path: nil,
                                                  headers: [("apns-topic", "com.example.app"), ("apns-push-type", "alert")])
-        let pump = Pump(block: block, payload: UnsafeRawBufferPointer(payload))
+        let pump = Pump(block: block, payload: UnsafeRawBufferPointer(payload),
+                        path: "/3/device/abababababababababababababababababababababababababababababababab")
         let client = HTTP2ClientConnection(loop: loop, delegate: pump)
         client.connect(host: "127.0.0.1", port: port)
         #expect(loop.run(until: { pump.connected }, timeoutNanoseconds: 20_000_000_000))

@@ -1,5 +1,6 @@
 import Foundation
 import MockGateway
+import PushTransport
 
 /// Output of a child process run by a test.
 struct ProcessResult {
@@ -173,4 +174,41 @@ func withGateway<R>(_ flags: [String] = [], _ body: (EmbeddedGateway) throws -> 
     let gateway = try EmbeddedGateway.start(try GatewayConfiguration.parse(flags))
     defer { gateway.stop() }
     return try body(gateway)
+}
+
+/// Closed-loop client on the same loop as the gateway: every response submits the next request to `path`.
+final class Pump: HTTP2ClientDelegate {
+    let block: HTTP2HeaderBlock
+    let payload: UnsafeRawBufferPointer
+    let path: StaticString
+    var connected = false
+    var responses = 0
+    var non200 = 0
+    var failures = 0
+
+    init(block: HTTP2HeaderBlock, payload: UnsafeRawBufferPointer, path: StaticString) {
+        self.block = block
+        self.path = path
+        self.payload = payload
+    }
+
+    func submit(_ c: HTTP2ClientConnection) {
+        do {
+            try c.submit(block, context: 0) { req in
+                req.setValue(0, path)
+                req.borrowBody(payload)
+            }
+        } catch {
+            failures += 1
+        }
+    }
+
+    func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) { connected = true }
+    func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError) { failures += 1 }
+    func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
+        responses += 1
+        if response.status != 200 { non200 += 1 }
+        submit(connection)
+    }
+    func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) { failures += 1 }
 }
