@@ -22,7 +22,7 @@ private final class TimestampPort: RequestPort {
         times = .allocate(capacity: capacity)
     }
     deinit { times.deallocate() }
-    func startRequest(slot: Int32, sequence: Int64) -> StartResult {
+    func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult {
         guard count < capacity else { return .noStream }
         times[count] = MonotonicClock.nanoseconds()
         count += 1

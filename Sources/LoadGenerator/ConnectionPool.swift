@@ -72,6 +72,8 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         // Each stream slot holds one whole payload; round the template's worst case up to a page.
         cc.slotBodyCapacity = max(1024, (config.template.maxLength + 4095) / 4096 * 4096)
         cc.connectTimeoutMilliseconds = config.connectTimeoutMilliseconds
+        // The run needs the status and the body (the reason); not the header fields.
+        cc.keepsResponseHeaders = false
         clientConfig = cc
         encoder = config.encoderFactory?(config.encoder, config.template) ?? makePayloadEncoder(config.encoder, template: config.template)
         rng = PushRandom(seed: config.seed &+ UInt64(thread) &* 0x9E37_79B9_7F4A_7C15)
@@ -87,15 +89,25 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
             if let p = config.priority { headers.append(("apns-priority", String(p))) }
             if let e = config.expiration { headers.append(("apns-expiration", String(e))) }
             if let c = config.collapseID { headers.append(("apns-collapse-id", c)) }
-            block = try HTTP2HeaderBlock.request(authority: config.authority, path: nil, headers: headers,
-                                                 perRequestHeaders: ["apns-id"])
             pathPrefix = Array("/3/device/".utf8)
+            let indexPath = Self.indexesPath(tokens: config.tokens.count, pathLength: pathPrefix.count + config.tokens.maxLength)
+            block = try HTTP2HeaderBlock.request(authority: config.authority, path: nil, indexPath: indexPath,
+                                                 headers: headers, perRequestHeaders: ["apns-id"])
         case .fcm:
             block = try HTTP2HeaderBlock.request(
                 authority: config.authority, path: "/v1/projects/\(config.project)/messages:send",
                 headers: [("content-type", "application/json"), ("authorization", "Bearer pushbench")])
             pathPrefix = []
         }
+    }
+
+    /// Whether `:path` (one per token, `pathLength` bytes at most) is worth HPACK indexing: only when every
+    /// token's entry (32 bytes of HPACK overhead + name + value) fits in half the peer's default 4 KiB
+    /// table, so the paths stay there and each costs one byte after its first use. With more tokens an
+    /// indexed path is evicted before it recurs, and indexing only costs an insert and an eviction per
+    /// request on both ends.
+    static func indexesPath(tokens: Int, pathLength: Int) -> Bool {
+        tokens * (32 + ":path".utf8.count + pathLength) <= 2048
     }
 
     deinit {
@@ -148,7 +160,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
 
     // MARK: RequestPort
 
-    func startRequest(slot: Int32, sequence: Int64) -> StartResult {
+    func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult {
         let n = active.count
         var c: HTTP2ClientConnection?
         // A stream freed by a response is refilled on the same connection, as h2load does: the new
@@ -181,7 +193,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         let inPlace = config.encoder == .zerocopy
         let apns = config.pushProtocol == .apns
         do {
-            try c.submit(block, context: UInt64(slot)) { req in
+            try c.submit(block, context: UInt64(slot), submittedAt: now) { req in
                 if apns {
                     req.setValue(0, capacity: prefix.count + token.count) { out in
                         prefix.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
@@ -245,7 +257,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body) : 0
         let slot = Int32(truncatingIfNeeded: response.context)
         if prune && Reasons.meansTokenGone(status: response.status, reason: reason) { pruneToken(Int(slotToken[Int(slot)])) }
-        core.responded(slot: slot, status: response.status, reason: reason)
+        core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
         preferred = connection
         if let onResponse { onResponse() } else { onChange() }
         preferred = nil

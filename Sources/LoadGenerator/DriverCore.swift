@@ -11,8 +11,9 @@ public enum StartResult: Sendable, Equatable {
 /// The driver's view of the connection pool (one per driver thread). The real one is ``ConnectionPool``;
 /// tests use a fake.
 public protocol RequestPort: AnyObject {
-    /// Starts global request `sequence` on a free stream, tagged `slot` for the completion callbacks.
-    func startRequest(slot: Int32, sequence: Int64) -> StartResult
+    /// Starts global request `sequence` on a free stream, tagged `slot` for the completion callbacks;
+    /// `now` is the driver's clock reading for the batch it belongs to (its send time).
+    func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult
 }
 
 /// Which part of the run a request belongs to: warm-up requests are counted apart and stay out of the
@@ -196,16 +197,19 @@ public final class DriverCore {
     @discardableResult
     public func pump() -> UInt64? {
         guard let port, !stopped else { return nil }
+        // One clock reading per batch: the requests of one pump leave in one writev (ConnectionPool
+        // batches them), microseconds apart; their send time is when the batch began.
+        var now = clock.now()
         while retryCount > 0 {
             guard freeCount > 0 else { return nil }
             let slot = freeSlots[freeCount - 1]
             let seq = retrySequence[retryHead]
-            switch port.startRequest(slot: slot, sequence: seq) {
+            switch port.startRequest(slot: slot, sequence: seq, at: now) {
             case .noStream:
                 return nil
             case .started, .oversize:
                 freeCount -= 1
-                occupy(slot, seq: seq, intended: retryIntended[retryHead], sent: clock.now(),
+                occupy(slot, seq: seq, intended: retryIntended[retryHead], sent: now,
                        attempt: retryAttempt[retryHead] &+ 1, phase: Int(retryPhase[retryHead]))
                 recorder.tallies[Int(retryPhase[retryHead])].retries += 1
                 retryHead = (retryHead + 1) % plan.capacity
@@ -214,7 +218,6 @@ public final class DriverCore {
         }
         guard generating else { return nil }
         if let pacer {
-            let now = clock.now()
             let due = min(pacer.dueCount(at: now), localLimit)
             if due - next > maxBacklog { maxBacklog = Int(due - next) }
             while next < due {
@@ -222,7 +225,7 @@ public final class DriverCore {
                 let slot = freeSlots[freeCount - 1]
                 let seq = pacer.global(local: next)
                 let phase: Phase = next < localWarmup ? .warmup : .measured
-                switch port.startRequest(slot: slot, sequence: seq) {
+                switch port.startRequest(slot: slot, sequence: seq, at: now) {
                 case .noStream:
                     recorder.noteBlocked()
                     return nil
@@ -230,11 +233,10 @@ public final class DriverCore {
                     recorder.recordOversize(phase)
                 case .started:
                     freeCount -= 1
-                    let sentAt = clock.now()
-                    occupy(slot, seq: seq, intended: pacer.intendedTime(local: next), sent: sentAt, attempt: 0,
+                    occupy(slot, seq: seq, intended: pacer.intendedTime(local: next), sent: now, attempt: 0,
                            phase: phase.rawValue)
-                    recorder.recordSent(phase, at: sentAt)
-                    if phase == .measured { lastMeasuredSendNs = sentAt }
+                    recorder.recordSent(phase, at: now)
+                    if phase == .measured { lastMeasuredSendNs = now }
                 }
                 next += 1
             }
@@ -243,16 +245,17 @@ public final class DriverCore {
         }
         // Closed loop: every free stream gets a request now; its intended time is its send time.
         while freeCount > 0 {
-            let now = clock.now()
             if now >= endNs || closedMeasured >= closedLimit { generating = false; return nil }
             let slot = freeSlots[freeCount - 1]
             let seq = closedCount &* Int64(plan.threads) &+ Int64(plan.thread)
             let phase: Phase = now < measureStartNs ? .warmup : .measured
-            switch port.startRequest(slot: slot, sequence: seq) {
+            switch port.startRequest(slot: slot, sequence: seq, at: now) {
             case .noStream:
                 return nil
             case .oversize:
                 recorder.recordOversize(phase)
+                // No stream taken: the loop goes on until the time limit, which needs a fresh clock.
+                now = clock.now()
             case .started:
                 freeCount -= 1
                 occupy(slot, seq: seq, intended: now, sent: now, attempt: 0, phase: phase.rawValue)
@@ -290,7 +293,12 @@ public final class DriverCore {
     /// Records the response of the request in `slot`: latency from its intended time, service time from
     /// its send; frees the slot. Call ``pump()`` afterwards.
     public func responded(slot: Int32, status: Int, reason: Int) {
-        let now = clock.now()
+        responded(slot: slot, status: status, reason: reason, at: clock.now())
+    }
+
+    /// ``responded(slot:status:reason:)`` with the time the response arrived (monotonic ns, the same clock),
+    /// as the transport stamped it when it read the bytes.
+    public func responded(slot: Int32, status: Int, reason: Int, at now: UInt64) {
         let i = Int(slot)
         let phase = Phase(rawValue: Int(slotPhase[i]))!
         recorder.recordResponse(phase, status: status, reason: reason,

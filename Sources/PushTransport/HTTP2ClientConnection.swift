@@ -17,6 +17,9 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var stagingCapacity: Int = 64 * 1024
     /// iovecs per write batch (each zero-copy DATA frame uses one for its body).
     public var iovCapacity: Int = 1024
+    /// Whether responses carry their header fields (`HTTP2Response.headers`). A caller that needs only
+    /// the status and the body turns this off and saves copying every field of every response.
+    public var keepsResponseHeaders: Bool = true
     /// Creates the defaults.
     public init() {}
 }
@@ -397,13 +400,15 @@ public final class HTTP2ClientConnection: HTTP2Session {
 
     private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
         guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
-        if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = loop.now }
+        if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = ioTime }
     }
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
                         _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
-        guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
-        if namelen == 7 && name[0] == UInt8(ascii: ":") {
+        let isStatus = namelen == 7 && name[0] == UInt8(ascii: ":")
+        // Without kept headers only :status matters: skip the stream lookup for every other field.
+        guard isStatus || configuration.keepsResponseHeaders, let s = slot(for: pb_frame_stream_id(frame)) else { return }
+        if isStatus {
             // ":status": three ASCII digits.
             var st = 0
             for i in 0..<valuelen { st = st * 10 + Int(value[i] &- 48) }
@@ -454,7 +459,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
         if s.pointee.done { return }
         s.pointee.done = true
         inFlight -= 1
-        s.pointee.timing.completed = loop.now
+        s.pointee.timing.completed = ioTime
         let headers = HTTP2HeaderList(store: UnsafeRawPointer(s.pointee.respStore.base), refs: s.pointee.respRefs.buffer)
         let response = HTTP2Response(streamID: s.pointee.streamID, context: s.pointee.context, status: s.pointee.status, headers: headers,
                                      body: s.pointee.respBody.bytes, timing: s.pointee.timing)
@@ -472,7 +477,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
 
     private func headersSent(_ streamID: Int32) {
         guard let s = slot(for: streamID) else { return }
-        s.pointee.timing.headersSent = loop.now
+        s.pointee.timing.headersSent = ioTime
     }
 
     private func headersNotSent(_ streamID: Int32, _ code: Int32) {
@@ -514,8 +519,10 @@ public final class HTTP2ClientConnection: HTTP2Session {
     ///
     /// Returns the stream id. Throws (without allocating) when no stream is free, when not connected,
     /// or when a per-request value is missing. The response or failure comes to the delegate with `context`.
+    /// `submittedAt` (monotonic ns) is the stream's `timing.submitted`; 0 reads the clock, a caller
+    /// submitting a batch passes the one time it read.
     @discardableResult
-    public func submit(_ block: HTTP2HeaderBlock, context: UInt64,
+    public func submit(_ block: HTTP2HeaderBlock, context: UInt64, submittedAt: UInt64 = 0,
                        _ fill: (inout HTTP2RequestWriter) -> Void) throws(HTTP2SubmitError) -> Int32 {
         guard isConnected, let session, !isClosed else { throw .notConnected }
         let limit = min(peerSettings.maxConcurrentStreams, configuration.maxConcurrentStreams)
@@ -557,7 +564,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
         s.pointee.status = 0
         s.pointee.done = false
         s.pointee.context = context
-        s.pointee.timing = HTTP2StreamTiming(submitted: loop.now, headersSent: 0, responseHeadersReceived: 0, completed: 0)
+        s.pointee.timing = HTTP2StreamTiming(submitted: submittedAt != 0 ? submittedAt : loop.now, headersSent: 0, responseHeadersReceived: 0, completed: 0)
         let ud = UnsafeMutableRawPointer(s)
         let id: Int32
         if mode == .none {

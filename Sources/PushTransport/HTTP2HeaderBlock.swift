@@ -17,8 +17,10 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
     public enum Field: Sendable {
         /// A name and value fixed for every request.
         case fixed(name: String, value: String)
-        /// A name whose value each request supplies (numbered 0, 1, … in order of appearance).
-        case perRequest(name: String)
+        /// A name whose value each request supplies (numbered 0, 1, … in order of appearance). Sent
+        /// without HPACK indexing unless `indexed`: a value that changes per request would only churn
+        /// both ends' dynamic tables (an insert and an eviction each, for no later hit).
+        case perRequest(name: String, indexed: Bool = false)
     }
 
     /// Why a block was rejected.
@@ -44,7 +46,7 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
             let name: String
             switch f {
             case .fixed(let n, let v): name = n; total += n.utf8.count + v.utf8.count
-            case .perRequest(let n): name = n; total += n.utf8.count
+            case .perRequest(let n, _): name = n; total += n.utf8.count
             }
             if name.isEmpty { throw InvalidBlock(description: "empty header name") }
             if name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
@@ -75,9 +77,10 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
                 let (np, nl) = put(n)
                 let (vp, vl) = put(v)
                 tmpl[i] = nghttp2_nv(name: np, value: vp, namelen: nl, valuelen: vl, flags: flags)
-            case .perRequest(let n):
+            case .perRequest(let n, let indexed):
                 let (np, nl) = put(n)
-                tmpl[i] = nghttp2_nv(name: np, value: nil, namelen: nl, valuelen: 0, flags: flags)
+                tmpl[i] = nghttp2_nv(name: np, value: nil, namelen: nl, valuelen: 0,
+                                     flags: indexed ? flags : flags | UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue))
                 dyn.append(i)
             }
         }
@@ -86,13 +89,17 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
         template = tmpl
     }
 
-    /// A request block: `:method`, `:scheme`, `:authority`, `:path` (per-request field 0 when `path` is nil),
-    /// then fixed `headers`, then `perRequestHeaders` (numbered after `:path`'s field if it is per-request).
+    /// A request block: `:method`, `:scheme`, `:authority`, `:path` (per-request field 0 when `path` is nil,
+    /// HPACK-indexed when `indexPath`: worth it when few distinct paths recur), then fixed `headers`, then
+    /// `perRequestHeaders` (numbered after `:path`'s field if it is per-request).
     public static func request(method: String = "POST", scheme: String = "http", authority: String, path: String?,
-                               headers: [(String, String)] = [], perRequestHeaders: [String] = []) throws(InvalidBlock) -> HTTP2HeaderBlock {
+                               indexPath: Bool = false, headers: [(String, String)] = [],
+                               perRequestHeaders: [String] = []) throws(InvalidBlock) -> HTTP2HeaderBlock {
         var fields: [Field] = [.fixed(name: ":method", value: method), .fixed(name: ":scheme", value: scheme),
                                .fixed(name: ":authority", value: authority)]
-        if let path { fields.append(.fixed(name: ":path", value: path)) } else { fields.append(.perRequest(name: ":path")) }
+        if let path { fields.append(.fixed(name: ":path", value: path)) } else {
+            fields.append(.perRequest(name: ":path", indexed: indexPath))
+        }
         for (n, v) in headers { fields.append(.fixed(name: n, value: v)) }
         for n in perRequestHeaders { fields.append(.perRequest(name: n)) }
         return try HTTP2HeaderBlock(fields)

@@ -7,7 +7,7 @@ private final class RingPort: RequestPort {
     var slots: [Int32]
     var head = 0, count = 0
     init(streams: Int) { slots = Array(repeating: 0, count: streams) }
-    func startRequest(slot: Int32, sequence: Int64) -> StartResult {
+    func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult {
         guard count < slots.count else { return .noStream }
         slots[(head + count) % slots.count] = slot
         count += 1

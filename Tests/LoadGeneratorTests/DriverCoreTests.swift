@@ -25,6 +25,24 @@ import PushMetrics
         #expect(port.started == [0, 1, 2])
     }
 
+    @Test func aBatchSharesOneSendTimeAndAResponseIsTimedWhenItWasRead() {
+        let (core, port, clock) = make(rate: 1_000, streams: 10)
+        let t0 = clock.time
+        core.begin(at: t0)
+        core.pump()
+        clock.advance(3_200_000)            // requests 1, 2, 3 are due: one batch
+        core.pump()
+        #expect(port.started == [0, 1, 2, 3])
+        #expect(port.sentAt == [t0, t0 + 3_200_000, t0 + 3_200_000, t0 + 3_200_000])
+        // Request 1 (intended t0 + 1 ms) was read at t0 + 4 ms; the core runs later, at t0 + 9 ms.
+        _ = port.takeOldest()
+        clock.advance(5_800_000)
+        core.responded(slot: port.takeOldest(), status: 200, reason: 0, at: t0 + 4_000_000)
+        let h = core.recorder.latency, s = core.recorder.serviceTime
+        #expect(h.totalCount == 1 && h.max == h.highestEquivalentValue(3_000))   // 4 ms - 1 ms
+        #expect(s.totalCount == 1 && s.max == s.highestEquivalentValue(800))     // 4 ms - 3.2 ms
+    }
+
     @Test func stalledStreamsBuildABacklogAndLatencyCountsFromTheIntendedTime() {
         // One stream, 1000 rps; the first response takes 10 ms (a stall), the next ones 100 µs.
         let (core, port, clock) = make(rate: 1_000, streams: 1, durationMs: 20)
@@ -134,5 +152,15 @@ import PushMetrics
         core.responded(slot: port.takeOldest(), status: 200, reason: 0)
         #expect(core.recorder.latency.max == core.recorder.latency.highestEquivalentValue(6_000))
         #expect(core.recorder.measured.retries == 1 && core.recorder.measured.sent == 1)
+    }
+}
+
+@Suite struct PathIndexingTests {
+    @Test func pathIsIndexedOnlyWhenEveryTokensPathFitsHalfTheTable() {
+        let apnsPath = "/3/device/".utf8.count + 64   // 74 bytes: 111 per HPACK entry
+        #expect(ConnectionPool.indexesPath(tokens: 1, pathLength: apnsPath))
+        #expect(ConnectionPool.indexesPath(tokens: 18, pathLength: apnsPath))    // 1998 bytes
+        #expect(!ConnectionPool.indexesPath(tokens: 19, pathLength: apnsPath))   // 2109 bytes
+        #expect(!ConnectionPool.indexesPath(tokens: 1000, pathLength: apnsPath))
     }
 }

@@ -5,15 +5,18 @@ final class FakePort: RequestPort {
     var streams: Int
     var inFlight: [(slot: Int32, sequence: Int64)] = []
     var started: [Int64] = []
+    /// The send time the core gave with each started request.
+    var sentAt: [UInt64] = []
     var oversize: Set<Int64> = []
 
     init(streams: Int) { self.streams = streams }
 
-    func startRequest(slot: Int32, sequence: Int64) -> StartResult {
+    func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult {
         if oversize.contains(sequence) { return .oversize }
         guard inFlight.count < streams else { return .noStream }
         inFlight.append((slot, sequence))
         started.append(sequence)
+        sentAt.append(now)
         return .started
     }
 
