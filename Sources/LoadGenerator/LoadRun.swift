@@ -35,6 +35,8 @@ final class SharedRunState: Sendable {
 final class ResultSlot: @unchecked Sendable {
     var recorder: Recorder?
     var cpuUser = 0.0, cpuSystem = 0.0
+    /// Times the scheduler preempted this thread (rusage ru_nivcsw).
+    var involuntarySwitches = 0
     var maxBacklog = 0, blocked = 0, maxInFlight = 0
     var lastMeasuredSendNs: UInt64 = 0
     var measureStartNs: UInt64 = 0
@@ -210,6 +212,7 @@ final class DriverThread {
         slot.recorder = core.recorder
         slot.cpuUser = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         slot.cpuSystem = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        slot.involuntarySwitches = Int(usage.ru_nivcsw)
         slot.maxBacklog = core.maxBacklog
         slot.maxInFlight = core.maxInFlight
         slot.blocked = core.recorder.blocked
@@ -246,6 +249,12 @@ public struct LoadResult {
     public var measuredStart: Date
     /// CPU seconds of the driver threads (the client), user and system.
     public var cpuUser: Double, cpuSystem: Double
+    /// CPU time stolen by the hypervisor from all CPUs between t0 and the end (nil: not measurable here).
+    public var stealSeconds: Double? = nil
+    /// Times the scheduler preempted a driver thread, all threads.
+    public var involuntarySwitches = 0
+    /// 1-minute load average when the run started (nil: not measurable here).
+    public var loadAverageAtStart: Double? = nil
     /// Deepest backlog (due requests waiting for a stream) of any thread.
     public var maxBacklog: Int
     /// Times a due request found no free stream.
@@ -310,6 +319,8 @@ public enum LoadRun {
             let message = shared.firstError.withLock { $0 } ?? "interrupted before the run started"
             throw LoadRunError(description: message, unreachable: !shouldStop())
         }
+        let loadAtStart = MachineNoise.loadAverage()
+        let stealAtStart = MachineNoise.stealNanoseconds()
         let now = MonotonicClock.nanoseconds()
         let t0 = now + 2_000_000
         let wallT0 = Date().addingTimeInterval(Double(t0 - now) / 1e9)
@@ -337,6 +348,8 @@ public enum LoadRun {
             maxBacklog: 0, blocked: 0, maxInFlight: 0, connectionsOpened: 0, goaways: 0, connectionsLost: 0, connectFailures: 0,
             peerMaxStreams: nil)
         result.tokensExhausted = shared.tokensExhausted.load(ordering: .acquiring)
+        result.loadAverageAtStart = loadAtStart
+        if let a = stealAtStart, let b = MachineNoise.stealNanoseconds(), b >= a { result.stealSeconds = Double(b - a) / 1e9 }
         var prunedUnion: [UInt64] = []
         var lastSend: UInt64 = 0
         let measureStart = t0 + config.warmupNs
@@ -349,6 +362,7 @@ public enum LoadRun {
             result.intervals += r.intervals
             result.cpuUser += slot.cpuUser
             result.cpuSystem += slot.cpuSystem
+            result.involuntarySwitches += slot.involuntarySwitches
             result.maxBacklog = max(result.maxBacklog, slot.maxBacklog)
             result.blocked += slot.blocked
             result.maxInFlight += slot.maxInFlight

@@ -507,6 +507,13 @@ struct RunExecution {
             ("cpu_process", .object([
                 ("user_s", .double(Self.seconds(usage.ru_utime))), ("sys_s", .double(Self.seconds(usage.ru_stime))),
             ])),
+            // What the host took that the percentiles cannot show: read p99 beside these.
+            ("machine", .object([
+                ("cpus", .int(Int64(sysconf(Int32(_SC_NPROCESSORS_ONLN))))),
+                ("load_average_1m_at_start", r.loadAverageAtStart.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+                ("steal_ms", r.stealSeconds.map { .double(($0 * 1e6).rounded() / 1e3) } ?? .null),
+                ("driver_involuntary_switches", .int(Int64(r.involuntarySwitches))),
+            ])),
         ]
         if options.tokenChurn != nil {
             more.append(("pruned_tokens", .int(Int64(r.prunedTokens))))

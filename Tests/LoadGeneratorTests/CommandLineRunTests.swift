@@ -49,6 +49,11 @@ import Testing
                 + (requests["unfinished"] as? Int ?? 0))
         #expect((summary?["reconciliation"] as? [String: Any])?["consistent"] as? Bool == true)
         #expect((summary?["interrupted"] as? Bool) == false)
+        // The host's share of the noise, beside the percentiles.
+        let machine = try #require(summary?["machine"] as? [String: Any])
+        #expect((machine["cpus"] as? Int ?? 0) >= 1)
+        #expect((machine["steal_ms"] as? Double ?? -1) >= 0)
+        #expect((machine["driver_involuntary_switches"] as? Int ?? -1) >= 0)
         // --json: stdout is exactly summary.json.
         let printed = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any]
         #expect(printed?["run_id"] as? String == summary?["run_id"] as? String)
