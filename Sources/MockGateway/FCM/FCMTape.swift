@@ -343,7 +343,7 @@ private struct FastJSON {
         return (below20 | quote | backslash | (x & high)) != 0
     }
 
-    mutating func parseString(isKey: Bool) -> Bool {
+    @inline(__always) mutating func parseString(isKey: Bool) -> Bool {
         i += 1
         let start = i
         while true {
