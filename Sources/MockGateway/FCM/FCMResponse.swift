@@ -92,20 +92,20 @@ public struct FCMInlineText: Equatable, Sendable {
         let n = min(bytes.count, Self.capacity)
         guard n > 0 else { return }
         withUnsafeMutableBytes(of: &storage) { out in
-            let o = out.baseAddress!
-            o.copyMemory(from: bytes.baseAddress!, byteCount: n)
-            // The common text (a project id, a field name) needs no cleaning: check 8 bytes at a time
-            // (the zero padding past `n` passes as control bytes, so only whole words are tested).
+            let o = out.baseAddress!, src = bytes.baseAddress!
+            // The common text (a project id, a field name) is short and needs no cleaning: copy and check
+            // 8 bytes at a time (no call to memmove), then the tail byte by byte.
             var i = 0
-            var clean = true
             while i + 8 <= n {
-                if Self.wordNeedsCleaning(o.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { clean = false; break }
+                let word = src.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if Self.wordNeedsCleaning(word) { break }
+                o.storeBytes(of: word, toByteOffset: i, as: UInt64.self)
                 i += 8
             }
-            if clean && i == n { return }
             while i < n {
-                let c = o.load(fromByteOffset: i, as: UInt8.self)
-                if c < 0x20 || c >= 0x7F || c == 0x22 || c == 0x5C { o.storeBytes(of: UInt8(ascii: "?"), toByteOffset: i, as: UInt8.self) }
+                let c = src.load(fromByteOffset: i, as: UInt8.self)
+                let clean = (c < 0x20 || c >= 0x7F || c == 0x22 || c == 0x5C) ? UInt8(ascii: "?") : c
+                o.storeBytes(of: clean, toByteOffset: i, as: UInt8.self)
                 i += 1
             }
         }
