@@ -7,7 +7,7 @@ import PushPayload
 /// `POST /v1/projects/<project>/messages:send`, builds the APNs request FCM would send for an Apple
 /// target (push-protocols.md §3.5) and checks it with the APNs rules of ``GatewayStateMachine``, then
 /// applies the behaviours (unregistered tokens, token churn, quota, injected failures). Allocation-free
-/// in steady state: the body is parsed onto a reused ``JSONTape`` and the Apple payload is written into a
+/// in steady state: the body is parsed onto a reused ``FCMTape`` and the Apple payload is written into a
 /// reused buffer.
 ///
 /// ``GatewayStateMachine`` owns one and routes `/v1/projects/` paths to it; the common behaviours
@@ -15,7 +15,7 @@ import PushPayload
 struct FCMEngine {
     let configuration: GatewayConfiguration
     let counters: FCMCounters
-    private var tape = JSONTape(capacity: 512)
+    private var tape = FCMTape(capacity: 512)
     private let storage: FCMStorage
     private var quota: QuotaWindow?
     private var sequence: UInt64 = 0
@@ -217,7 +217,7 @@ struct FCMEngine {
     }
 
     @inline(__always)
-    private func key(_ k: Int, _ e: JSONTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString) -> Bool {
+    private func key(_ k: Int, _ e: FCMTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString) -> Bool {
         // Most keys are unescaped: compare lengths, then bytes, without calling into the tape.
         if e.hasEscapes { return tape.stringEquals(at: k, a, in: body) }
         let n = a.utf8CodeUnitCount
@@ -233,7 +233,7 @@ struct FCMEngine {
     }
 
     @inline(__always)
-    private func key(_ k: Int, _ e: JSONTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString,
+    private func key(_ k: Int, _ e: FCMTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString,
                      _ b: StaticString) -> Bool {
         key(k, e, body, a) || key(k, e, body, b)
     }
@@ -404,9 +404,12 @@ struct FCMEngine {
 
     /// Writes the APNs payload FCM would deliver into the reused buffer, picks the APNs headers, and
     /// checks them with the APNs state machine's rules.
+    ///
+    /// Only `--capture` needs the payload's bytes: the APNs checks look at its size alone (it is a JSON
+    /// object by construction). Without capture the writer only counts (same walk, same size, no copies).
     private func buildApple(_ m: MessageFields, _ body: UnsafeRawBufferPointer, messageID: UInt64,
                             validateOnly: Bool, now: UInt64) -> Built {
-        var w = ByteWriter(storage.payload)
+        var w = configuration.fcm.capture > 0 ? ByteWriter(storage.payload) : ByteWriter(countingOnly: storage.payload)
         var flags = ApsFlags()
         w.literal("{\"aps\":{")
         var first = true
@@ -489,14 +492,14 @@ struct FCMEngine {
         if r.topic == nil { r.topic = storage.appleTopicBytes }
         if r.expiration == nil {
             let seconds = UInt64(wallClockAtStartMillis / 1000) + (now &- firstNow) / 1_000_000_000 + 30 * 86_400
-            let n = JSONWriting.writeDecimal(seconds, to: storage.expiration.baseAddress!)
-            r.expiration = UnsafeRawBufferPointer(rebasing: storage.expiration[0..<n])
+            r.expiration = storage.expirationDigits(seconds)
         }
-        guard w.fits else {
+        guard w.count <= storage.payload.count else {
             let limit = equals(r.pushType!, "voip") ? 5120 : 4096
             built.problem = .error(.invalidArgument, .payloadTooBig, FCMInlineText(), UInt64(w.count), UInt64(limit))
             return built
         }
+        // Without capture these bytes are not the payload (nothing reads them): only the count is.
         r.body = UnsafeRawBufferPointer(rebasing: storage.payload[0..<w.count])
         if let reason = GatewayStateMachine.validateAPNs(r, configuration: configuration, checkPath: false,
                                                            checkJSON: false) {
@@ -772,7 +775,7 @@ enum ApsName {
 
 /// Legacy-API keys seen in `notification` (push-protocols.md §3.5) and where they go in `aps`.
 enum LegacyKey {
-    static func notification(_ tape: JSONTape, _ k: Int, _ body: UnsafeRawBufferPointer) -> (apsName: ApsName, inAlert: Bool)? {
+    static func notification(_ tape: FCMTape, _ k: Int, _ body: UnsafeRawBufferPointer) -> (apsName: ApsName, inAlert: Bool)? {
         let raw = tape.rawBytes(at: k, in: body)
         switch raw.count {
         case 5: if equals(raw, "badge") { return (.badge, false) }
@@ -792,8 +795,21 @@ enum LegacyKey {
 final class FCMStorage {
     /// The Apple payload being built (anything past 16 KiB is far over every limit).
     let payload = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 8)
-    /// Digits of the default `apns-expiration`.
+    /// Digits of the default `apns-expiration` (bytes 0..<20), their count (byte 23) and the seconds they
+    /// spell (bytes 24..<32): raw memory rather than class properties, which cost an exclusivity check each.
     let expiration = UnsafeMutableRawBufferPointer.allocate(byteCount: 32, alignment: 8)
+
+    /// The decimal digits of `seconds`, rewritten only when the second changes.
+    @inline(__always)
+    func expirationDigits(_ seconds: UInt64) -> UnsafeRawBufferPointer {
+        let base = expiration.baseAddress!
+        if base.load(fromByteOffset: 24, as: UInt64.self) != seconds || base.load(fromByteOffset: 23, as: UInt8.self) == 0 {
+            let n = JSONWriting.writeDecimal(seconds, to: base)
+            base.storeBytes(of: UInt8(n), toByteOffset: 23, as: UInt8.self)
+            base.storeBytes(of: seconds, toByteOffset: 24, as: UInt64.self)
+        }
+        return UnsafeRawBufferPointer(start: base, count: Int(base.load(fromByteOffset: 23, as: UInt8.self)))
+    }
     private let topic: UnsafeMutableRawBufferPointer
     /// Distinct churned token hashes (open addressing, filled to 3/4 at most).
     /// Allocated on the first churned token (512 KiB), so a gateway without `--token-churn` pays nothing.
@@ -802,6 +818,8 @@ final class FCMStorage {
     private static let churnCapacity = 1 << 16
 
     init(appleTopic: String) {
+        expiration.initializeMemory(as: UInt8.self, repeating: 0)
+        payload.initializeMemory(as: UInt8.self, repeating: 0)
         let t = Array(appleTopic.utf8)
         topic = .allocate(byteCount: max(1, t.count), alignment: 1)
         topic.copyBytes(from: t)

@@ -90,13 +90,40 @@ public struct FCMInlineText: Equatable, Sendable {
     /// `bytes`, cut to 60 bytes; bytes that would need JSON escaping (and non-ASCII) become `?`.
     public init(_ bytes: UnsafeRawBufferPointer) {
         let n = min(bytes.count, Self.capacity)
+        guard n > 0 else { return }
         withUnsafeMutableBytes(of: &storage) { out in
-            for i in 0..<n {
-                let c = bytes[i]
-                out[i] = (c < 0x20 || c >= 0x7F || c == 0x22 || c == 0x5C) ? UInt8(ascii: "?") : c
+            let o = out.baseAddress!, src = bytes.baseAddress!
+            // The common text (a project id, a field name) is short and needs no cleaning: copy and check
+            // 8 bytes at a time (no call to memmove), then the tail byte by byte.
+            var i = 0
+            while i + 8 <= n {
+                let word = src.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if Self.wordNeedsCleaning(word) { break }
+                o.storeBytes(of: word, toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < n {
+                let c = src.load(fromByteOffset: i, as: UInt8.self)
+                let clean = (c < 0x20 || c >= 0x7F || c == 0x22 || c == 0x5C) ? UInt8(ascii: "?") : c
+                o.storeBytes(of: clean, toByteOffset: i, as: UInt8.self)
+                i += 1
             }
         }
         length = UInt8(n)
+    }
+
+    /// Whether a word holds a byte below 0x20, from 0x7F up, `"` or `\` (no false negatives).
+    @inline(__always) static func wordNeedsCleaning(_ x: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        let below20 = (x &- ones &* 0x20) & ~x & high
+        let d = x ^ (ones &* 0x7F)
+        let del = (d &- ones) & ~d & high
+        let q = x ^ (ones &* 0x22)
+        let quote = (q &- ones) & ~q & high
+        let b = x ^ (ones &* 0x5C)
+        let backslash = (b &- ones) & ~b & high
+        return (below20 | del | quote | backslash | (x & high)) != 0
     }
 
     /// `text`, cut and cleaned the same way.
@@ -256,7 +283,31 @@ public struct FCMResponse: Equatable, Sendable {
 
 /// FCM message ids: `0:<decimal>%<16 hex>`, unique per gateway run.
 enum FCMMessageID {
+    /// Bytes an id takes at most: `0:`, 20 digits, `%`, 16 hex digits.
+    static let maxLength = 39
+
+    @inline(__always)
     static func write(_ id: UInt64, to w: inout ByteWriter) {
+        let digits = JSONWriting.decimalLength(id)
+        let n = 2 + digits + 1 + 16
+        guard w.count + n <= w.capacity else {
+            // Already full (or only counting): nothing of it would be stored, so just count it.
+            if w.count >= w.capacity { w.count += n; return }
+            return writeSlowly(id, to: &w)
+        }
+        let p = w.base + w.count
+        p.storeBytes(of: 0x3A30, as: UInt16.self)  // "0:"
+        _ = JSONWriting.writeDecimal(id, to: p + 2)
+        p.storeBytes(of: UInt8(ascii: "%"), toByteOffset: 2 + digits, as: UInt8.self)
+        let h = mix(id)
+        // hex8 gives the digits of a 32-bit half as the bytes of a little-endian word, most significant first.
+        p.storeBytes(of: hex8(UInt32(truncatingIfNeeded: h >> 32)), toByteOffset: 3 + digits, as: UInt64.self)
+        p.storeBytes(of: hex8(UInt32(truncatingIfNeeded: h)), toByteOffset: 11 + digits, as: UInt64.self)
+        w.count += n
+    }
+
+    /// Byte by byte, for a writer about to overflow (it keeps counting what does not fit).
+    static func writeSlowly(_ id: UInt64, to w: inout ByteWriter) {
         w.literal("0:")
         w.decimal(id)
         w.byte(UInt8(ascii: "%"))
@@ -278,6 +329,12 @@ struct ByteWriter {
         capacity = buffer.count
     }
 
+    /// A writer that stores nothing and only counts (`buffer` is never written).
+    init(countingOnly buffer: UnsafeMutableRawBufferPointer) {
+        base = buffer.baseAddress!
+        capacity = 0
+    }
+
     /// Whether everything written fitted.
     var fits: Bool { count <= capacity }
 
@@ -288,7 +345,23 @@ struct ByteWriter {
 
     @inline(__always) mutating func bytes(_ p: UnsafeRawBufferPointer) {
         let n = p.count
-        if n > 0, count + n <= capacity { (base + count).copyMemory(from: p.baseAddress!, byteCount: n) }
+        if n > 0, count + n <= capacity {
+            let d = base + count, s = p.baseAddress!
+            // Most pieces (keys, short values, literals) are short: two overlapping word copies beat a
+            // call to memmove.
+            if n >= 8 && n <= 16 {
+                d.storeBytes(of: s.loadUnaligned(as: UInt64.self), as: UInt64.self)
+                d.storeBytes(of: s.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self), toByteOffset: n - 8, as: UInt64.self)
+            } else if n >= 4 && n < 8 {
+                d.storeBytes(of: s.loadUnaligned(as: UInt32.self), as: UInt32.self)
+                d.storeBytes(of: s.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self), toByteOffset: n - 4, as: UInt32.self)
+            } else if n < 4 {
+                var i = 0
+                while i < n { d.storeBytes(of: s.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self); i += 1 }
+            } else {
+                d.copyMemory(from: s, byteCount: n)
+            }
+        }
         count += n
     }
 
