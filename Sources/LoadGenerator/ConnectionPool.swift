@@ -92,7 +92,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
             pathPrefix = Array("/3/device/".utf8)
             let indexPath = Self.indexesPath(tokens: config.tokens.count, pathLength: pathPrefix.count + config.tokens.maxLength)
             block = try HTTP2HeaderBlock.request(authority: config.authority, path: nil, indexPath: indexPath,
-                                                 headers: headers, perRequestHeaders: ["apns-id"])
+                                                 headers: headers, perRequestHeaders: config.sendsApnsID ? ["apns-id"] : [])
         case .fcm:
             block = try HTTP2HeaderBlock.request(
                 authority: config.authority, path: "/v1/projects/\(config.project)/messages:send",
@@ -192,6 +192,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         let prefix = pathPrefix
         let inPlace = config.encoder == .zerocopy
         let apns = config.pushProtocol == .apns
+        let apnsID = config.sendsApnsID
         do {
             try c.submit(block, context: UInt64(slot), submittedAt: now) { req in
                 if apns {
@@ -200,9 +201,11 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
                         (out.baseAddress! + prefix.count).copyMemory(from: token.baseAddress!, byteCount: token.count)
                         return prefix.count + token.count
                     }
-                    req.setValue(1, capacity: PushUUID.textLength) { out in
-                        ctx.messageID.write(to: out.baseAddress!)
-                        return PushUUID.textLength
+                    if apnsID {
+                        req.setValue(1, capacity: PushUUID.textLength) { out in
+                            ctx.messageID.write(to: out.baseAddress!)
+                            return PushUUID.textLength
+                        }
                     }
                 }
                 let n = encoder.encode(ctx, into: req.body) ?? 0

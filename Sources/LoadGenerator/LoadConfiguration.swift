@@ -42,6 +42,9 @@ public struct LoadConfiguration: Sendable {
     public var payloadLimit = 4096
     /// Send payloads over `payloadLimit` anyway (to load-test the gateway's 413).
     public var sendOversize = false
+    /// Send an `apns-id` (a random UUID, the request's {{message_id}}) with every APNs request, as aioapns
+    /// does; false leaves it out (optional in the APNs API: the server makes one) (`--no-apns-id`).
+    public var sendsApnsID = true
     /// `apns-topic`.
     public var topic = "com.example.pushbench"
     /// `apns-push-type`.

@@ -74,6 +74,8 @@ public struct RunOptions: Equatable, Sendable {
     public var retries: Int = 0
     /// `--send-oversize`: send payloads over the size limit instead of counting them PayloadTooLarge.
     public var sendOversize: Bool = false
+    /// `--no-apns-id`: APNs requests without an apns-id header.
+    public var noApnsID: Bool = false
     /// `--seed`: seed for synthetic tokens and message ids.
     public var seed: UInt64 = 1
     /// `--pace-quantum`: pacing timer granularity in seconds; nil is automatic (see ``LoadConfiguration``).
@@ -107,7 +109,7 @@ public struct RunCommand: PushbenchCommand {
         .value("--encoder"), .value("--payload"), .value("--tokens"), .value("--topic"), .value("--push-type"),
         .value("--priority"), .value("--expiration"), .value("--collapse-id"), .value("--project"),
         .value("--out"), .value("--label"), .flag("--quiet"), .flag("--json"), .value("--retry"),
-        .flag("--send-oversize"), .value("--seed"), .value("--gateway-arg", repeats: true), .value("--pace-quantum"),
+        .flag("--send-oversize"), .flag("--no-apns-id"), .value("--seed"), .value("--gateway-arg", repeats: true), .value("--pace-quantum"),
         .value("--capture"), .value("--token-churn"),
     ]
     public static let help = """
@@ -137,6 +139,7 @@ public struct RunCommand: PushbenchCommand {
       --priority P            apns-priority: 10, 5 or 1
       --expiration S          apns-expiration (UNIX seconds; 0 = deliver once)
       --collapse-id ID        apns-collapse-id (at most 64 bytes)
+      --no-apns-id            send no apns-id (the gateway makes one); default: a random UUID per request
       --project ID            FCM project id (default pushbench)
       --out DIR               results root (default ./results)
       --label NAME            part of the run id (default run)
@@ -243,6 +246,10 @@ public struct RunCommand: PushbenchCommand {
         o.json = a.flag("--json")
         o.retries = try a.integer("--retry", default: 0, range: 0...100)
         o.sendOversize = a.flag("--send-oversize")
+        o.noApnsID = a.flag("--no-apns-id")
+        if o.noApnsID && o.pushProtocol == "fcm" {
+            throw UsageError("--no-apns-id: FCM requests carry no apns-id (it applies to --protocol apns)")
+        }
         if let seed = a.value("--seed") {
             guard let s = UInt64(seed) else { throw UsageError("--seed: '\(seed)' is not a whole number") }
             o.seed = s
@@ -470,6 +477,7 @@ struct RunExecution {
             ("payload", .string(options.payloadFile ?? "default")),
             ("retry", .int(Int64(options.retries))),
             ("send_oversize", .bool(options.sendOversize)),
+            ("apns_id", .bool(!options.noApnsID)),
         ]
         if let n = options.requests { extra.insert(("requests", .int(Int64(n))), at: 0) }
         let runConfig = RunConfig(
@@ -618,6 +626,7 @@ extension RunOptions {
         config.threads = threads
         config.payloadLimit = limit
         config.sendOversize = sendOversize
+        config.sendsApnsID = !noApnsID
         config.topic = topic
         config.pushType = pushType
         config.priority = priority

@@ -42,6 +42,11 @@ import Testing
         #expect(throws: UsageError("--rps: 'fast' is not a number or 'max'")) {
             _ = try RunCommand(arguments: ParsedArguments(["--rps", "fast"], options: RunCommand.options))
         }
+        #expect(try RunCommand(arguments: ParsedArguments(["--no-apns-id"], options: RunCommand.options)).options.noApnsID)
+        #expect(try !RunCommand(arguments: ParsedArguments([], options: RunCommand.options)).options.noApnsID)
+        #expect(throws: UsageError("--no-apns-id: FCM requests carry no apns-id (it applies to --protocol apns)")) {
+            _ = try RunCommand(arguments: ParsedArguments(["--protocol", "fcm", "--no-apns-id"], options: RunCommand.options))
+        }
         #expect(throws: UsageError("--encoder: 'json' is not one of zerocopy, copy, foundation")) {
             _ = try RunCommand(arguments: ParsedArguments(["--encoder", "json"], options: RunCommand.options))
         }
