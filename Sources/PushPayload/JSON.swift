@@ -570,21 +570,8 @@ struct JSONCore<Sink: JSONSink> {
 
     /// Validates one multi-byte UTF-8 sequence at `i` (RFC 3629: no overlongs, no surrogates, ≤ U+10FFFF).
     @inline(__always) mutating func validateUTF8Scalar() -> Bool {
-        let c = p[i]
-        @inline(__always) func cont(_ k: Int) -> Bool { i + k < n && p[i + k] & 0xC0 == 0x80 }
-        var len = 0
-        switch c {
-        case 0xC2...0xDF: len = 2
-        case 0xE0: if i + 1 < n && p[i + 1] >= 0xA0 && p[i + 1] <= 0xBF { len = 3 }
-        case 0xE1...0xEC, 0xEE...0xEF: len = 3
-        case 0xED: if i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F { len = 3 }
-        case 0xF0: if i + 1 < n && p[i + 1] >= 0x90 && p[i + 1] <= 0xBF { len = 4 }
-        case 0xF1...0xF3: len = 4
-        case 0xF4: if i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x8F { len = 4 }
-        default: break
-        }
+        let len = JSONBytes.utf8ScalarLength(p, at: i, count: n)
         guard len > 0 else { return fail(.invalidUTF8, i) }
-        for k in 1..<len where !cont(k) { return fail(.invalidUTF8, i) }
         i += len
         return true
     }

@@ -15,18 +15,7 @@ public enum JSONWriting {
         }
     }
 
-    /// Whether any of the 8 bytes of `x` needs escaping (SWAR: a byte below 0x20, or equal to
-    /// '"' or '\\'). Exact as a yes/no for the word; the caller then looks at single bytes.
-    @inline(__always) static func wordNeedsEscape(_ x: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let high: UInt64 = 0x8080_8080_8080_8080
-        let below20 = (x &- ones &* 0x20) & ~x & high
-        let q = x ^ (ones &* 0x22)
-        let quote = (q &- ones) & ~q & high
-        let b = x ^ (ones &* 0x5C)
-        let backslash = (b &- ones) & ~b & high
-        return (below20 | quote | backslash) != 0
-    }
+    @inline(__always) static func wordNeedsEscape(_ x: UInt64) -> Bool { JSONBytes.wordNeedsEscape(x) }
 
     /// Bytes `src` (UTF-8) takes once escaped as the body of a JSON string (without quotes).
     @inline(__always)

@@ -333,14 +333,7 @@ private struct FastJSON {
     /// Whether the 8 bytes hold a quote, a backslash, a control character or a non-ASCII byte
     /// (no false negatives; a hit is rechecked byte by byte).
     @inline(__always) static func wordStops(_ x: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let high: UInt64 = 0x8080_8080_8080_8080
-        let below20 = (x &- ones &* 0x20) & ~x & high
-        let q = x ^ (ones &* 0x22)
-        let quote = (q &- ones) & ~q & high
-        let b = x ^ (ones &* 0x5C)
-        let backslash = (b &- ones) & ~b & high
-        return (below20 | quote | backslash | (x & high)) != 0
+        x & 0x8080_8080_8080_8080 != 0 || JSONBytes.wordNeedsEscape(x)
     }
 
     @inline(__always) mutating func parseString(isKey: Bool) -> Bool {
@@ -365,27 +358,10 @@ private struct FastJSON {
         }
     }
 
-    /// One multi-byte UTF-8 sequence at `i`, with JSONCore's rules (RFC 3629: no overlongs, no
-    /// surrogates, ≤ U+10FFFF).
+    /// One multi-byte UTF-8 sequence at `i`, with PushPayload's rules (JSONBytes).
     @inline(__always) mutating func validateUTF8Scalar() -> Bool {
-        let c = p[i]
-        var len = 0
-        switch c {
-        case 0xC2...0xDF: len = 2
-        case 0xE0: if i + 1 < n && p[i + 1] >= 0xA0 && p[i + 1] <= 0xBF { len = 3 }
-        case 0xE1...0xEC, 0xEE...0xEF: len = 3
-        case 0xED: if i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F { len = 3 }
-        case 0xF0: if i + 1 < n && p[i + 1] >= 0x90 && p[i + 1] <= 0xBF { len = 4 }
-        case 0xF1...0xF3: len = 4
-        case 0xF4: if i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x8F { len = 4 }
-        default: break
-        }
+        let len = JSONBytes.utf8ScalarLength(p, at: i, count: n)
         guard len > 0 else { return false }
-        var k = 1
-        while k < len {
-            guard i + k < n, p[i + k] & 0xC0 == 0x80 else { return false }
-            k += 1
-        }
         i += len
         return true
     }
