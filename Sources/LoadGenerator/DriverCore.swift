@@ -302,7 +302,8 @@ public final class DriverCore {
         let i = Int(slot)
         let phase = Phase(rawValue: Int(slotPhase[i]))!
         recorder.recordResponse(phase, status: status, reason: reason,
-                                latencyNs: now &- slotIntended[i], serviceNs: now &- slotSent[i], at: now)
+                                latencyNs: now > slotIntended[i] ? now - slotIntended[i] : 0,
+                                serviceNs: now > slotSent[i] ? now - slotSent[i] : 0, at: now)
         release(slot)
     }
 

@@ -43,6 +43,15 @@ import PushMetrics
         #expect(s.totalCount == 1 && s.max == s.highestEquivalentValue(800))     // 4 ms - 3.2 ms
     }
 
+    @Test func aResponseStampedBeforeItsSendCountsAsZeroNotAWrappedValue() {
+        let (core, port, clock) = make(rate: 1_000, streams: 10)
+        core.begin(at: clock.time)
+        core.pump()
+        core.responded(slot: port.takeOldest(), status: 200, reason: 0, at: clock.time - 5)
+        #expect(core.recorder.latency.totalCount == 1 && core.recorder.latency.max == 0)
+        #expect(core.recorder.serviceTime.max == 0)
+    }
+
     @Test func stalledStreamsBuildABacklogAndLatencyCountsFromTheIntendedTime() {
         // One stream, 1000 rps; the first response takes 10 ms (a stall), the next ones 100 µs.
         let (core, port, clock) = make(rate: 1_000, streams: 1, durationMs: 20)
