@@ -156,7 +156,9 @@ func runPacerBenchmarks(_ arguments: [String]) -> Int32 {
         print("\(pad("pacer", 22)) \(pad("sends", 8)) \(pad("gap p50", 9)) \(pad("p99", 8)) \(pad("p99.9", 8)) \(pad("max", 8))"
               + " \(pad("gaps<2µs", 9)) \(pad("late p50", 9)) \(pad("p99", 8)) \(pad("max", 8)) \(pad("allocs/send", 12)) \(pad("cpu s", 6))")
         var rows: [PacerFigures] = []
-        for (precise, quantum) in [(true, UInt64(0)), (true, UInt64(50_000)), (false, UInt64(0))] {
+        // The default step pushbench uses at this rate (100 µs at 50k), or 50 µs where the default is exact.
+        let step = LoadConfiguration.automaticQuantumNs(perThreadRate: Double(rate))
+        for (precise, quantum) in [(true, UInt64(0)), (true, step > 0 ? step : 50_000), (false, UInt64(0))] {
             let f = try measurePacer(rate: rate, seconds: seconds, precise: precise, quantumNs: quantum)
             rows.append(f)
             print("\(pad(f.name, 22)) \(pad(String(f.sends), 8)) \(pad(fmt(f.gapP50), 9)) \(pad(fmt(f.gapP99), 8))"

@@ -79,7 +79,10 @@ public struct LoadConfiguration: Sendable {
     public static let automaticPacingQuantumNs = UInt64.max
     /// The quantum in force for `rate` requests/s per thread.
     public func effectiveQuantumNs(perThreadRate rate: Double) -> UInt64 {
-        guard pacingQuantumNs == Self.automaticPacingQuantumNs else { return pacingQuantumNs }
+        pacingQuantumNs == Self.automaticPacingQuantumNs ? Self.automaticQuantumNs(perThreadRate: rate) : pacingQuantumNs
+    }
+    /// The automatic quantum for `rate` requests/s per thread (0: a wakeup per request).
+    public static func automaticQuantumNs(perThreadRate rate: Double) -> UInt64 {
         guard rate > 20_000 else { return 0 }
         return UInt64(min(200_000, max(50_000, (5e9 / rate).rounded())))
     }
