@@ -607,6 +607,11 @@ struct RunExecution {
             printOut("  \(name) p50 \(ms(h.valueAtPercentile(50)))  p90 \(ms(h.valueAtPercentile(90)))"
                      + "  p99 \(ms(h.valueAtPercentile(99)))  p99.9 \(ms(h.valueAtPercentile(99.9)))  max \(ms(h.max))")
         }
+        // The host's share of the tail, where a VM reports it: read p99 beside it.
+        if let steal = r.stealSeconds {
+            printOut("  machine    steal \(f(steal * 1000, 0)) ms during the run  driver preemptions \(r.involuntarySwitches)"
+                     + (r.loadAverageAtStart.map { "  load \(f($0, 2)) at start" } ?? ""))
+        }
     }
 }
 

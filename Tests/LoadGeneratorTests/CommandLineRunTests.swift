@@ -61,6 +61,19 @@ import Testing
         #expect(timeline.split(separator: "\n").count >= 3)
     }
 
+    @Test func theEndSummaryShowsTheHostsShareBesideThePercentiles() throws {
+        let out = tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try run(["--rps", "500", "--duration", "500ms", "--out", out.path])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("  latency    p50 "))
+        // Linux has /proc/stat: the steal line is there, after the percentiles.
+        let latency = try #require(r.out.range(of: "  latency    p50 "))
+        let machine = try #require(r.out.range(of: "  machine    steal "))
+        #expect(latency.lowerBound < machine.lowerBound)
+        #expect(r.out.contains("driver preemptions "))
+    }
+
     @Test func badInputExitsTwoBeforeAnyTraffic() throws {
         let dir = tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
