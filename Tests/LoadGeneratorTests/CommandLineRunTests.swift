@@ -1,40 +1,12 @@
 import Foundation
 import Testing
 
-/// `pushbench` as a new user runs it: the built binary (next to the test bundle; `swift build
-/// --build-tests` builds both), a temporary --out.
+/// `pushbench` as a new user runs it (``PushbenchBinary``).
 @Suite(.serialized) struct CommandLineRunTests {
-    private static var binary: URL? {
-        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let candidate = exe.deletingLastPathComponent().appendingPathComponent("pushbench")
-        return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
-    }
-
-    private func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let bin = try #require(Self.binary, "build the pushbench binary first (swift build --build-tests)")
-        let p = Process()
-        p.executableURL = bin
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-    }
-
-    private func tempDir() -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-test-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
-        return d
-    }
-
     @Test func defaultRunWritesACompleteResultsFolder() throws {
-        let out = tempDir()
+        let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = try run(["--rps", "2000", "--duration", "2s", "--out", out.path, "--json"])
+        let r = try PushbenchBinary.run(["--rps", "2000", "--duration", "2s", "--out", out.path, "--json"])
         #expect(r.status == 0, "\(r.err)")
         let latest = out.appendingPathComponent("latest")
         for file in ["summary.json", "latency.hgrm", "latency.hlog", "timeline.csv", "report.svg"] {
@@ -62,9 +34,9 @@ import Testing
     }
 
     @Test func theEndSummaryShowsTheHostsShareBesideThePercentiles() throws {
-        let out = tempDir()
+        let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = try run(["--rps", "500", "--duration", "500ms", "--out", out.path])
+        let r = try PushbenchBinary.run(["--rps", "500", "--duration", "500ms", "--out", out.path])
         #expect(r.status == 0, "\(r.err)")
         #expect(r.out.contains("  latency    p50 "))
         // Linux has /proc/stat: the steal line is there, after the percentiles.
@@ -75,29 +47,29 @@ import Testing
     }
 
     @Test func badInputExitsTwoBeforeAnyTraffic() throws {
-        let dir = tempDir()
+        let dir = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         let template = dir.appendingPathComponent("payload.json")
         try Data("{\"aps\": {\"alert\": \"hi\",}\n}".utf8).write(to: template)
-        let r = try run(["--payload", template.path, "--duration", "1s", "--out", dir.path, "--quiet"])
+        let r = try PushbenchBinary.run(["--payload", template.path, "--duration", "1s", "--out", dir.path, "--quiet"])
         #expect(r.status == 2)
         #expect(r.err.contains("payload.json:1:"))
         let tokens = dir.appendingPathComponent("tokens.txt")
         try Data("abcd\nnot-hex\n".utf8).write(to: tokens)
-        let t = try run(["--tokens", tokens.path, "--duration", "1s", "--out", dir.path, "--quiet"])
+        let t = try PushbenchBinary.run(["--tokens", tokens.path, "--duration", "1s", "--out", dir.path, "--quiet"])
         #expect(t.status == 2)
         #expect(t.err.contains("tokens.txt:"))
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("latest").path))
     }
 
     @Test func oversizePayloadsAreCountedNotSentUnlessAskedTo() throws {
-        let dir = tempDir()
+        let dir = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         let template = dir.appendingPathComponent("big.json")
         let filler = String(repeating: "x", count: 5_000)
         try Data("{\"aps\":{\"alert\":\"hi\"},\"filler\":\"\(filler)\"}".utf8).write(to: template)
         func summary(_ extra: [String]) throws -> [String: Any] {
-            let r = try run(["--payload", template.path, "--rps", "200", "--duration", "1s", "--out", dir.path, "--quiet"] + extra)
+            let r = try PushbenchBinary.run(["--payload", template.path, "--rps", "200", "--duration", "1s", "--out", dir.path, "--quiet"] + extra)
             #expect(r.status == 0, "\(r.err)")
             let data = try Data(contentsOf: dir.appendingPathComponent("latest/summary.json"))
             return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
@@ -115,17 +87,17 @@ import Testing
     }
 
     @Test func unreachableTargetExitsThree() throws {
-        let dir = tempDir()
+        let dir = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let r = try run(["--target", "http://127.0.0.1:1", "--duration", "1s", "--out", dir.path, "--quiet"])
+        let r = try PushbenchBinary.run(["--target", "http://127.0.0.1:1", "--duration", "1s", "--out", dir.path, "--quiet"])
         #expect(r.status == 3, "\(r.err)")
         #expect(r.err.contains("127.0.0.1:1"))
     }
 
     @Test func sigintEndsTheRunAndStillWritesEverything() throws {
-        let out = tempDir()
+        let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
-        let bin = try #require(Self.binary)
+        let bin = try #require(PushbenchBinary.url)
         let p = Process()
         p.executableURL = bin
         p.arguments = ["--rps", "1000", "--duration", "60s", "--out", out.path, "--quiet"]

@@ -95,37 +95,15 @@ import PushPayload
 
     // MARK: Command line
 
-    private static var binary: URL? {
-        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let candidate = exe.deletingLastPathComponent().appendingPathComponent("pushbench")
-        return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
-    }
-
     private func pushbench(_ args: [String], environment extra: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
-        let bin = try #require(Self.binary, "build the pushbench binary first (swift build --build-tests)")
-        let p = Process()
-        p.executableURL = bin
-        p.arguments = args
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: TestSlowdown.environmentVariable)
-        env.removeValue(forKey: ComparisonSchedule.roundEnvironmentVariable)
-        for (k, v) in extra { env[k] = v }
-        p.environment = env
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        try PushbenchBinary.run(args) { env in
+            env.removeValue(forKey: TestSlowdown.environmentVariable)
+            env.removeValue(forKey: ComparisonSchedule.roundEnvironmentVariable)
+            for (k, v) in extra { env[k] = v }
+        }
     }
 
-    private func tempDir() -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-ab-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
-        return d
-    }
+    private func tempDir() -> URL { PushbenchBinary.tempDir("pushbench-ab") }
 
     private func json(_ url: URL) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any], "\(url.path)")
@@ -213,26 +191,16 @@ import PushPayload
     }
 
     private func nightly(_ args: [String], environment extra: [String: String]) throws -> (status: Int32, out: String, err: String) {
-        let bin = try #require(Self.binary, "build the pushbench binary first (swift build --build-tests)")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = [Self.repository.appendingPathComponent("scripts/nightly").path] + args
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: TestSlowdown.environmentVariable)
-        // The script's own matrix shrunk to one low rate, on this build's binary.
-        env["PUSHBENCH_BIN"] = bin.path
-        env["PUSHBENCH_NIGHTLY_RATES"] = "400"
-        env[ComparisonSchedule.roundEnvironmentVariable] = "250ms"
-        for (k, v) in extra { env[k] = v }
-        p.environment = env
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        let bin = try #require(PushbenchBinary.url, "build the pushbench binary first (swift build --build-tests)")
+        return try PushbenchBinary.run([Self.repository.appendingPathComponent("scripts/nightly").path] + args,
+                                       executable: URL(fileURLWithPath: "/bin/bash")) { env in
+            env.removeValue(forKey: TestSlowdown.environmentVariable)
+            // The script's own matrix shrunk to one low rate, on this build's binary.
+            env["PUSHBENCH_BIN"] = bin.path
+            env["PUSHBENCH_NIGHTLY_RATES"] = "400"
+            env[ComparisonSchedule.roundEnvironmentVariable] = "250ms"
+            for (k, v) in extra { env[k] = v }
+        }
     }
 
     @Test(.enabled(if: havePython, "scripts/nightly needs python3"))

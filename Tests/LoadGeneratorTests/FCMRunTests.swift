@@ -3,58 +3,6 @@ import LoadGenerator
 import PushPayload
 import Testing
 
-/// `pushbench` run as a user types it (the built binary, a temporary --out), for the pieces that
-/// FCM, token churn and capture add. Shared by FCMRunTests and TokenChurnRunTests.
-enum PushbenchBinary {
-    static var url: URL? {
-        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let candidate = exe.deletingLastPathComponent().appendingPathComponent("pushbench")
-        return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
-    }
-
-    static func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let bin = try #require(url, "build the pushbench binary first (swift build --build-tests)")
-        let p = Process()
-        p.executableURL = bin
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-    }
-
-    static func tempDir() -> URL {
-        let d = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-fcm-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
-        return d
-    }
-
-    /// summary.json of `out`/latest.
-    static func summary(_ out: URL) throws -> [String: Any] {
-        let data = try Data(contentsOf: out.appendingPathComponent("latest/summary.json"))
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-    }
-
-    static func int(_ o: Any?, _ path: String...) -> Int {
-        var cur = o
-        for key in path { cur = (cur as? [String: Any])?[key] }
-        return cur as? Int ?? -1
-    }
-
-    /// The accounting invariant of design.md on a summary's `requests` block.
-    static func accountingHolds(_ s: [String: Any]) -> Bool {
-        let r = s["requests"] as? [String: Any] ?? [:]
-        let byStatus = (r["by_status"] as? [String: Int] ?? [:]).values.reduce(0, +)
-        return int(r, "sent") == int(r, "completed") + int(r, "transport_errors") + int(r, "unfinished")
-            && int(r, "completed") == int(r, "succeeded") + int(r, "failed") && byStatus == int(r, "completed")
-            && (s["accounting"] as? [String: Any])?["consistent"] as? Bool == true
-    }
-}
-
 @Suite(.serialized) struct FCMRunTests {
     @Test func fcmRunAsANewUserTypesIt() throws {
         let out = PushbenchBinary.tempDir()
