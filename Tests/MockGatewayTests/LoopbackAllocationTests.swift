@@ -1,4 +1,3 @@
-import CAllocCounter
 import PushTransport
 import Testing
 @testable import MockGateway
@@ -37,18 +36,7 @@ import Testing
         let warm = 3000
         #expect(loop.run(until: { pump.responses >= warm }, timeoutNanoseconds: 60_000_000_000))
 
-        let perRound = 2000
-        var best = Double.infinity
-        for _ in 0..<4 {
-            let target = pump.responses + perRound
-            let nghttp2Before = loop.nghttp2Memory.allocations
-            pb_alloc_reset()
-            _ = loop.run(until: { pump.responses >= target }, timeoutNanoseconds: 60_000_000_000)
-            let total = pb_alloc_count()
-            let nghttp2 = loop.nghttp2Memory.allocations &- nghttp2Before
-            let done = pump.responses - (target - perRound)
-            best = min(best, Double(total &- min(total, nghttp2)) / Double(max(done, 1)))
-        }
+        let best = pump.swiftAllocationsPerRequest(on: loop)
         #expect(pump.non200 == 0 && pump.failures == 0)
         // A handful of allocations per round come from `run(until:)` itself (its tick timer), not per request.
         #expect(best < 0.01, "Swift-side allocations per request over loopback: \(best)")

@@ -1,3 +1,4 @@
+import CAllocCounter
 import Foundation
 import MockGateway
 import PushTransport
@@ -201,6 +202,24 @@ final class Pump: HTTP2ClientDelegate {
         } catch {
             failures += 1
         }
+    }
+
+    /// Swift-side allocations per request (what reached malloc minus nghttp2's own) over `rounds` windows
+    /// of `perRound` responses on `loop`, the lowest window: the loop's own occasional allocations (its
+    /// tick timer) land in some windows, a per-request allocation in every one.
+    func swiftAllocationsPerRequest(on loop: EventLoop, rounds: Int = 4, perRound: Int = 2000) -> Double {
+        var best = Double.infinity
+        for _ in 0..<rounds {
+            let target = responses + perRound
+            let nghttp2Before = loop.nghttp2Memory.allocations
+            pb_alloc_reset()
+            _ = loop.run(until: { self.responses >= target }, timeoutNanoseconds: 60_000_000_000)
+            let total = pb_alloc_count()
+            let nghttp2 = loop.nghttp2Memory.allocations &- nghttp2Before
+            let done = responses - (target - perRound)
+            best = min(best, Double(total &- min(total, nghttp2)) / Double(max(done, 1)))
+        }
+        return best
     }
 
     func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) { connected = true }
