@@ -56,15 +56,8 @@ struct EncoderComparisonExecution {
                                                  warmupNs: warmupNs)
         }
 
-        interruptRequested.store(false, ordering: .relaxed)
-        let previous = signal(SIGINT) { _ in
-            if interruptRequested.exchange(true, ordering: .relaxed) { _exit(130) }
-        }
+        let previous = catchInterrupts()
         defer { signal(SIGINT, previous) }
-        var unblock = sigset_t()
-        sigemptyset(&unblock)
-        sigaddset(&unblock, SIGINT)
-        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
 
         let talk = !options.quiet && !options.json
         var display = ProgressDisplay(quiet: options.quiet, json: options.json)

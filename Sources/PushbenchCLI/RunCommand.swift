@@ -289,6 +289,21 @@ public struct RunCommand: PushbenchCommand {
 /// A global because a C signal handler cannot capture context; an Atomic, so it is safe to touch from it.
 let interruptRequested = Atomic<Bool>(false)
 
+/// Clears ``interruptRequested`` and lets Ctrl-C set it for the run about to start (a second Ctrl-C while
+/// the results are being written ends the process at once). Returns the handler to put back afterwards.
+func catchInterrupts() -> __sighandler_t? {
+    interruptRequested.store(false, ordering: .relaxed)
+    let previous = signal(SIGINT) { _ in
+        if interruptRequested.exchange(true, ordering: .relaxed) { _exit(130) }
+    }
+    // A parent may have started us with SIGINT blocked (posix_spawn inherits the mask); Ctrl-C must work.
+    var unblock = sigset_t()
+    sigemptyset(&unblock)
+    sigaddset(&unblock, SIGINT)
+    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+    return previous
+}
+
 /// One `pushbench run`: input checks (exit 2), the embedded gateway, the load run per encoder, the
 /// results folder, the printout.
 struct RunExecution {
@@ -423,17 +438,8 @@ struct RunExecution {
         config.encoder = encoder
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json)
-        interruptRequested.store(false, ordering: .relaxed)
-        let previous = signal(SIGINT) { _ in
-            // A second Ctrl-C while the results are being written ends the process at once.
-            if interruptRequested.exchange(true, ordering: .relaxed) { _exit(130) }
-        }
+        let previous = catchInterrupts()
         defer { signal(SIGINT, previous) }
-        // A parent may have started us with SIGINT blocked (posix_spawn inherits the mask); Ctrl-C must work.
-        var unblock = sigset_t()
-        sigemptyset(&unblock)
-        sigaddset(&unblock, SIGINT)
-        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         let result: LoadResult
         do {
             result = try LoadRun.run(config, progress: { snapshot, elapsed in display.show(snapshot, elapsed: elapsed) },
