@@ -44,40 +44,59 @@ public struct GatewayStats: Equatable, Sendable {
     }
 }
 
-/// One event loop's counters. Written by that loop's thread only, read by any thread.
-///
-/// Each counter is an `Atomic` updated with a relaxed load and store (one writer, so no
-/// read-modify-write instruction is needed): a plain `mov` on the hot path, yet a reader on another
-/// thread never sees a torn value and the program has no data race.
+/// A fixed block of counters written by one thread and read by any: each is an `Atomic` updated with a
+/// relaxed load and store (one writer, so no read-modify-write instruction is needed): a plain `mov` on
+/// the hot path, yet a reader on another thread never sees a torn value and the program has no data race.
+/// A struct holding the pointer, so its owner reaches the counters with no extra indirection; the owner
+/// calls ``deallocate()`` in its deinit.
+struct CounterSlots: @unchecked Sendable {
+    // @unchecked: a raw pointer is not Sendable; the memory is only ever touched through its atomics.
+    private let base: UnsafeMutablePointer<Atomic<UInt64>>
+    private let count: Int
+
+    /// `count` zeroed counters.
+    init(count: Int) {
+        self.count = count
+        base = .allocate(capacity: count)
+        for i in 0..<count { (base + i).initialize(to: Atomic(0)) }
+    }
+
+    /// Frees the block (once, from the owner's deinit).
+    func deallocate() {
+        base.deinitialize(count: count)
+        base.deallocate()
+    }
+
+    /// Adds `n` to counter `slot` (the single writer only).
+    @inline(__always) func add(_ slot: Int, _ n: UInt64 = 1) {
+        let v = base[slot].load(ordering: .relaxed)
+        base[slot].store(v &+ n, ordering: .relaxed)
+    }
+
+    /// Counter `slot` now.
+    @inline(__always) func value(_ slot: Int) -> UInt64 { base[slot].load(ordering: .relaxed) }
+
+    /// Sets counter `slot` (the single writer only).
+    @inline(__always) func set(_ slot: Int, _ v: UInt64) { base[slot].store(v, ordering: .relaxed) }
+}
+
+/// One event loop's counters (``CounterSlots``). Written by that loop's thread only, read by any thread.
 public final class GatewayCounters: Sendable {
     /// Slots: fixed counters, then statuses 100...599, then reason codes 0..<64.
     static let requestsSlot = 0, bytesInSlot = 1, openedSlot = 2, closedSlot = 3, goawaySlot = 4, dropSlot = 5
     static let statusBase = 8, reasonBase = 8 + 500, slotCount = 8 + 500 + 64
 
-    // A raw pointer is not Sendable; the memory is only ever touched through the atomics it holds.
-    nonisolated(unsafe) private let slots: UnsafeMutablePointer<Atomic<UInt64>>
+    private let slots = CounterSlots(count: slotCount)
     /// The FCM route's counters for this loop.
     public let fcm = FCMCounters()
 
     /// Zeroed counters.
-    public init() {
-        slots = .allocate(capacity: Self.slotCount)
-        for i in 0..<Self.slotCount { (slots + i).initialize(to: Atomic(0)) }
-    }
+    public init() {}
 
-    deinit {
-        slots.deinitialize(count: Self.slotCount)
-        slots.deallocate()
-    }
+    deinit { slots.deallocate() }
 
-    @inline(__always)
-    func add(_ slot: Int, _ n: UInt64 = 1) {
-        let v = slots[slot].load(ordering: .relaxed)
-        slots[slot].store(v &+ n, ordering: .relaxed)
-    }
-
-    @inline(__always)
-    func value(_ slot: Int) -> UInt64 { slots[slot].load(ordering: .relaxed) }
+    @inline(__always) func add(_ slot: Int, _ n: UInt64 = 1) { slots.add(slot, n) }
+    @inline(__always) func value(_ slot: Int) -> UInt64 { slots.value(slot) }
 
     /// Counts one request with `bodyBytes` of body.
     @inline(__always)

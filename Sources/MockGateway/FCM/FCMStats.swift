@@ -92,29 +92,19 @@ public final class FCMCounters: Sendable {
     static let fanoutEnqueued = 5, fanoutBacklog = 6, fanoutLast = 7, fanoutRate = 8, churned = 9, churnRefusals = 10
     static let codeBase = 16, slotCount = 16 + 16
 
-    nonisolated(unsafe) private let slots: UnsafeMutablePointer<Atomic<UInt64>>
+    private let slots = CounterSlots(count: slotCount)
     private let captures = Mutex<[FCMCapturedPush]>([])
     private let captureCount = Atomic<Int>(0)
     private let captureLimit = Atomic<Int>(0)
 
     /// Zeroed counters.
-    public init() {
-        slots = .allocate(capacity: Self.slotCount)
-        for i in 0..<Self.slotCount { (slots + i).initialize(to: Atomic(0)) }
-    }
+    public init() {}
 
-    deinit {
-        slots.deinitialize(count: Self.slotCount)
-        slots.deallocate()
-    }
+    deinit { slots.deallocate() }
 
-    @inline(__always) func add(_ slot: Int, _ n: UInt64 = 1) {
-        let v = slots[slot].load(ordering: .relaxed)
-        slots[slot].store(v &+ n, ordering: .relaxed)
-    }
-
-    @inline(__always) func value(_ slot: Int) -> UInt64 { slots[slot].load(ordering: .relaxed) }
-    @inline(__always) func set(_ slot: Int, _ v: UInt64) { slots[slot].store(v, ordering: .relaxed) }
+    @inline(__always) func add(_ slot: Int, _ n: UInt64 = 1) { slots.add(slot, n) }
+    @inline(__always) func value(_ slot: Int) -> UInt64 { slots.value(slot) }
+    @inline(__always) func set(_ slot: Int, _ v: UInt64) { slots.set(slot, v) }
 
     /// Plain google.rpc errors are counted under these two slots after the FcmError codes.
     static let unauthenticatedCode = 14, notFoundCode = 15
