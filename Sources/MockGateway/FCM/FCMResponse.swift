@@ -116,14 +116,9 @@ public struct FCMInlineText: Equatable, Sendable {
     @inline(__always) static func wordNeedsCleaning(_ x: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
-        let below20 = (x &- ones &* 0x20) & ~x & high
         let d = x ^ (ones &* 0x7F)
         let del = (d &- ones) & ~d & high
-        let q = x ^ (ones &* 0x22)
-        let quote = (q &- ones) & ~q & high
-        let b = x ^ (ones &* 0x5C)
-        let backslash = (b &- ones) & ~b & high
-        return (below20 | del | quote | backslash | (x & high)) != 0
+        return (del | (x & high)) != 0 || JSONBytes.wordNeedsEscape(x)
     }
 
     /// `text`, cut and cleaned the same way.
