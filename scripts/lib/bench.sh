@@ -1,0 +1,50 @@
+# Shared by the scripts/bench-* scripts; source it from the repository root after setting BENCH to the
+# script's name (used in messages).
+#
+#   bench_work               WORK=a fresh temporary folder; on exit every server in PIDS is stopped
+#                            and the folder removed
+#   free_port                prints a loopback port nobody listens on
+#   wait_port PORT           waits up to 10 s for a listener on 127.0.0.1:PORT, else exits 1
+#   apns_fixture             TOKEN (64 hex digits), PAYLOAD (the seeds' example APNs payload, a file)
+#                            and $WORK/www, a docroot where nghttpd answers 200 at /3/device/$TOKEN
+#   start_nghttpd            starts nghttpd --no-tls on $WORK/www: NG_PORT, NG_PID and NG, its
+#                            http://127.0.0.1:PORT URL
+
+bench_work() {
+    WORK=$(mktemp -d)
+    PIDS=()
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    for pid in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "$BENCH: nothing listens on port $1" >&2
+    exit 1
+}
+
+apns_fixture() {
+    TOKEN=$(printf 'ab%.0s' $(seq 32))
+    PAYLOAD="$WORK/payload.json"
+    printf '%s' '{"aps":{"alert":{"title":"Portugal vs. Denmark","body":"great match!"},"badge":1},"customKey":"customValue"}' > "$PAYLOAD"
+    mkdir -p "$WORK/www/3/device"
+    : > "$WORK/www/3/device/$TOKEN"
+}
+
+start_nghttpd() {
+    NG_PORT=$(free_port)
+    nghttpd --no-tls --address=127.0.0.1 -d "$WORK/www" "$NG_PORT" > "$WORK/nghttpd.log" 2>&1 &
+    NG_PID=$!
+    PIDS+=("$NG_PID")
+    wait_port "$NG_PORT"
+    NG="http://127.0.0.1:$NG_PORT"
+}
