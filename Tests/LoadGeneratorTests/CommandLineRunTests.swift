@@ -21,6 +21,9 @@ import Testing
                 + (requests["unfinished"] as? Int ?? 0))
         #expect((summary?["reconciliation"] as? [String: Any])?["consistent"] as? Bool == true)
         #expect((summary?["interrupted"] as? Bool) == false)
+        // The default warm-up (design.md: 2 s) is sent first and kept out of `requests` and the timeline.
+        #expect((summary?["config"] as? [String: Any])?["warmup_s"] as? Double == 2)
+        #expect(PushbenchBinary.int(summary, "warmup", "sent") == 4000)
         // The host's share of the noise, beside the percentiles.
         let machine = try #require(summary?["machine"] as? [String: Any])
         #expect((machine["cpus"] as? Int ?? 0) >= 1)
@@ -31,6 +34,8 @@ import Testing
         #expect(printed?["run_id"] as? String == summary?["run_id"] as? String)
         let timeline = try String(contentsOf: latest.appendingPathComponent("timeline.csv"), encoding: .utf8)
         #expect(timeline.split(separator: "\n").count >= 3)
+        let timelineSent = timeline.split(separator: "\n").dropFirst().compactMap { Int($0.split(separator: ",")[1]) }
+        #expect(timelineSent.reduce(0, +) == 4000, "the warm-up stays out of the timeline")
     }
 
     @Test func theEndSummaryShowsTheHostsShareBesideThePercentiles() throws {

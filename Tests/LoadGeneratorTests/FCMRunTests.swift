@@ -19,11 +19,15 @@ import Testing
         let sent = PushbenchBinary.int(s, "requests", "sent")
         #expect(sent == 4000)
         #expect((s["requests"] as? [String: Any])?["by_status"] as? [String: Int] == ["200": 4000])
+        // The default 2 s warm-up: sent and answered, kept out of `requests`.
+        #expect(PushbenchBinary.int(s, "warmup", "sent") == 4000)
+        #expect((s["warmup"] as? [String: Any])?["by_status"] as? [String: Int] == ["200": 4000])
         #expect(PushbenchBinary.accountingHolds(s))
+        // The gateway counts the whole run.
         let fcm = try #require((s["gateway"] as? [String: Any])?["fcm"] as? [String: Any], "gateway.fcm missing")
-        #expect(PushbenchBinary.int(fcm, "requests") == 4000)
-        #expect(PushbenchBinary.int(fcm, "messages_accepted") == 4000)
-        #expect(PushbenchBinary.int(fcm, "device_deliveries") == 4000)
+        #expect(PushbenchBinary.int(fcm, "requests") == 8000)
+        #expect(PushbenchBinary.int(fcm, "messages_accepted") == 8000)
+        #expect(PushbenchBinary.int(fcm, "device_deliveries") == 8000)
         #expect(PushbenchBinary.int(fcm, "validate_only") == 0 && PushbenchBinary.int(fcm, "topic_messages") == 0)
         #expect(fcm["by_code"] as? [String: Int] == [:])
         let rec = try #require(s["reconciliation"] as? [String: Any])
@@ -53,8 +57,9 @@ import Testing
                                          "--gateway-arg=--fcm-fail=QUOTA_EXCEEDED=0.1", "--gateway-arg=--fcm-fail=UNREGISTERED=0.05"])
         #expect(r.status == 0, "\(r.err)")
         let s = try PushbenchBinary.summary(out)
-        let byReason = (s["requests"] as? [String: Any])?["by_reason"] as? [String: Int] ?? [:]
-        let byStatus = (s["requests"] as? [String: Any])?["by_status"] as? [String: Int] ?? [:]
+        let byReason = PushbenchBinary.byReasonWholeRun(s)
+        let byStatus = ((s["requests"] as? [String: Any])?["by_status"] as? [String: Int] ?? [:])
+            .merging((s["warmup"] as? [String: Any])?["by_status"] as? [String: Int] ?? [:], uniquingKeysWith: +)
         let byCode = ((s["gateway"] as? [String: Any])?["fcm"] as? [String: Any])?["by_code"] as? [String: Int] ?? [:]
         #expect((byReason["QUOTA_EXCEEDED"] ?? 0) > 0 && (byReason["UNREGISTERED"] ?? 0) > 0, "\(byReason)")
         #expect(byReason["QUOTA_EXCEEDED"] == byCode["QUOTA_EXCEEDED"] && byReason["QUOTA_EXCEEDED"] == byStatus["429"])

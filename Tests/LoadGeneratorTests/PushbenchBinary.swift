@@ -49,6 +49,14 @@ enum PushbenchBinary {
         return cur as? Int ?? -1
     }
 
+    /// `by_reason` of the measured phase and the warm-up added: what the gateway, which counts the whole
+    /// run, answered.
+    static func byReasonWholeRun(_ s: [String: Any]) -> [String: Int] {
+        let measured = (s["requests"] as? [String: Any])?["by_reason"] as? [String: Int] ?? [:]
+        let warmup = (s["warmup"] as? [String: Any])?["by_reason"] as? [String: Int] ?? [:]
+        return measured.merging(warmup, uniquingKeysWith: +)
+    }
+
     /// The accounting invariant of design.md on a summary's `requests` block.
     static func accountingHolds(_ s: [String: Any]) -> Bool {
         let r = s["requests"] as? [String: Any] ?? [:]

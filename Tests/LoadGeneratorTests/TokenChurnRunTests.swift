@@ -12,8 +12,9 @@ import Testing
     func churnedTokensArePrunedAndNotSentToAgain(proto: String) throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
-        let r = try PushbenchBinary.run(["--protocol", proto, "--rps", "1000", "--duration", "3s", "--token-churn", "0.2/s",
-                                         "--out", out.path])
+        // No warm-up: the churn arithmetic below is for a 3 s run.
+        let r = try PushbenchBinary.run(["--protocol", proto, "--rps", "1000", "--duration", "3s", "--warmup", "0s",
+                                         "--token-churn", "0.2/s", "--out", out.path])
         #expect(r.status == 0, "\(r.err)")
         #expect(r.out.contains("pruned"), "\(r.out)")
         let s = try PushbenchBinary.summary(out)
@@ -21,7 +22,7 @@ import Testing
         let pruned = PushbenchBinary.int(s, "pruned_tokens")
         #expect(pruned > 100, "pruned \(pruned)")  // 0.2/s × 3 s ≈ 60% of 1000 churn during the run
         #expect(s["tokens_exhausted"] as? Bool == false)
-        let byReason = (s["requests"] as? [String: Any])?["by_reason"] as? [String: Int] ?? [:]
+        let byReason = PushbenchBinary.byReasonWholeRun(s)
         let gone = proto == "fcm" ? (byReason["UNREGISTERED"] ?? 0) : (byReason["Unregistered"] ?? 0)
         let fcm = try #require((s["gateway"] as? [String: Any])?["fcm"] as? [String: Any], "gateway.fcm missing")
         // The gateway refused exactly the requests the client saw refused, and found as many distinct
@@ -40,8 +41,9 @@ import Testing
     func whenEveryTokenIsGoneTheRunStopsAndStillWritesResults(proto: String) throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
+        // No warm-up: every token would be gone before the measured phase began.
         let r = try PushbenchBinary.run(["--protocol", proto, "--tokens", "20", "--rps", "1000", "--duration", "10s",
-                                         "--token-churn", "1/s", "--out", out.path, "--quiet"])
+                                         "--warmup", "0s", "--token-churn", "1/s", "--out", out.path, "--quiet"])
         #expect(r.status == 0, "\(r.err)")
         #expect(r.err.contains("every token was answered as gone"), "\(r.err)")
         let s = try PushbenchBinary.summary(out)
