@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <errno.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -24,6 +25,10 @@ static inline uv_handle_t *pb_signal_as_handle(uv_signal_t *s) { return (uv_hand
 static inline uv_handle_t *pb_idle_as_handle(uv_idle_t *i) { return (uv_handle_t *)i; }
 static inline uv_handle_t *pb_check_as_handle(uv_check_t *c) { return (uv_handle_t *)c; }
 static inline uv_handle_t *pb_prepare_as_handle(uv_prepare_t *p) { return (uv_handle_t *)p; }
+
+// prctl is variadic and pthread_setname_np needs _GNU_SOURCE: neither reaches Swift's Glibc module.
+static inline int pb_set_thread_name(const char *name) { return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
+static inline int pb_get_thread_name(char out[16]) { return prctl(PR_GET_NAME, (unsigned long)out, 0, 0, 0); }
 
 // Swift's Glibc module does not export mallinfo2 (style.md §3); heap bytes in use for leak checks.
 static inline size_t pb_heap_in_use(void) { struct mallinfo2 m = mallinfo2(); return m.uordblks + m.hblkhd; }

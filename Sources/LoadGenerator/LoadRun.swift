@@ -291,6 +291,7 @@ public enum LoadRun {
         let setupError = Mutex<String?>(nil)
         for i in 0..<config.threads {
             let thread = Thread {
+                nameCurrentThread("pb-driver-\(i)")
                 do {
                     let driver = try DriverThread(config: config, index: i, shared: shared)
                     driver.run()
@@ -300,7 +301,6 @@ public enum LoadRun {
                     shared.finished.add(1, ordering: .acquiringAndReleasing)
                 }
             }
-            thread.name = "pushbench-driver-\(i)"
             thread.stackSize = 1 << 20
             thread.start()
         }

@@ -200,6 +200,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
     static func runThread(configuration: GatewayConfiguration, index: Int, port: Int, counters: [GatewayCounters],
                           own: GatewayCounters, wallClock: Int64, startup: GatewayServer.Startup,
                           onSignal: (@Sendable () -> Void)?) {
+        nameCurrentThread("pb-gateway-\(index)")
         let loop: EventLoop
         do { loop = try EventLoop() } catch {
             startup.result.withLock { $0.error = "\(error)" }

@@ -72,3 +72,27 @@ import Testing
         #expect(throws: TransportError.self) { try c.listen(host: "127.0.0.1", port: port) }
     }
 }
+
+/// Thread names reach the kernel (what `top -H` and `perf` show), cut to its 15 bytes on a UTF-8 boundary.
+@Suite struct ThreadNameTests {
+    private func nameSeenByKernel(_ name: String) -> String {
+        let seen = Mutex("")
+        let thread = Thread {
+            nameCurrentThread(name)
+            seen.withLock { $0 = currentThreadName() }
+        }
+        thread.start()
+        for _ in 0..<5_000 where seen.withLock({ $0.isEmpty }) { usleep(1_000) }  // at most 5 s
+        return seen.withLock { $0 }
+    }
+
+    @Test func aShortNameIsKept() {
+        #expect(nameSeenByKernel("pb-driver-0") == "pb-driver-0")
+    }
+
+    @Test func aLongNameIsCutToFifteenBytesWithoutSplittingACharacter() {
+        #expect(nameSeenByKernel("pushbench-driver-12") == "pushbench-drive")
+        // "é" is two bytes; byte 15 would fall inside the eighth one.
+        #expect(nameSeenByKernel("ééééééééé") == "ééééééé")
+    }
+}
