@@ -327,6 +327,17 @@ public enum LoadRun {
         shared.startNs.store(t0, ordering: .releasing)
         var interrupted = false
         var nextReport = t0 + 1_000_000_000
+        // Steal per measured second for timeline.csv, read here (never on a driver thread) at the
+        // second boundaries, give or take one 20 ms poll.
+        let measureStart = t0 + config.warmupNs
+        var stealPerSecond: [Int64] = []
+        var stealMark: UInt64?
+        var nextStealBoundary = measureStart
+        func sampleSteal() {
+            guard let now = MachineNoise.stealNanoseconds() else { return }
+            if let mark = stealMark { stealPerSecond.append(Int64(now >= mark ? (now - mark) / 1_000_000 : 0)) }
+            stealMark = now
+        }
         while shared.finished.load(ordering: .acquiring) < config.threads {
             usleep(20_000)
             if !interrupted && shouldStop() {
@@ -334,6 +345,10 @@ public enum LoadRun {
                 shared.stop.store(true, ordering: .releasing)
             }
             let t = MonotonicClock.nanoseconds()
+            while t >= nextStealBoundary {
+                sampleSteal()
+                nextStealBoundary += 1_000_000_000
+            }
             if t >= nextReport {
                 progress(LiveSnapshot(shared.live), Double(t - t0) / 1e9)
                 nextReport += 1_000_000_000
@@ -350,9 +365,9 @@ public enum LoadRun {
         result.tokensExhausted = shared.tokensExhausted.load(ordering: .acquiring)
         result.loadAverageAtStart = loadAtStart
         if let a = stealAtStart, let b = MachineNoise.stealNanoseconds(), b >= a { result.stealSeconds = Double(b - a) / 1e9 }
+        if stealMark != nil { sampleSteal() }  // the last, partial second
         var prunedUnion: [UInt64] = []
         var lastSend: UInt64 = 0
-        let measureStart = t0 + config.warmupNs
         for slot in shared.results {
             guard let r = slot.recorder else { continue }
             result.measured.merge(r.measured)
@@ -379,6 +394,9 @@ public enum LoadRun {
             }
         }
         result.prunedTokens = prunedUnion.reduce(0) { $0 + $1.nonzeroBitCount }
+        for k in result.intervals.indices where result.intervals[k].second < stealPerSecond.count {
+            result.intervals[k].stealMs = stealPerSecond[result.intervals[k].second]
+        }
         // Open loop over a duration: the measured phase is the schedule's length, or longer when the last
         // measured request went out late. Closed loop and --requests: from the start to the last send.
         let sendSpan = lastSend > measureStart ? Double(lastSend - measureStart) / 1e9 : 0

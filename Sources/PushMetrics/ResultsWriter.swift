@@ -136,15 +136,16 @@ public enum ResultsWriter {
     // MARK: timeline.csv and .hlog
 
     /// Header of timeline.csv.
-    public static let timelineHeader = "second,sent,completed,ok,errors,transport_errors,p50_us,p99_us,max_us"
+    public static let timelineHeader = "second,sent,completed,ok,errors,transport_errors,p50_us,p99_us,max_us,steal_ms"
 
-    /// timeline.csv text: one row per second; `errors` = non-2xx responses + transport errors.
+    /// timeline.csv text: one row per second; `errors` = non-2xx responses + transport errors; `steal_ms`
+    /// empty where unknown.
     public static func timelineCSV(_ merged: [TimelineInterval]) -> String {
         var out = timelineHeader + "\n"
         for i in merged {
             let h = i.latency.decode()
             out += "\(i.second),\(i.sent),\(i.completed),\(i.succeeded),\(i.failed + i.transportErrors),\(i.transportErrors),"
-            out += "\(h.valueAtPercentile(50)),\(h.valueAtPercentile(99)),\(h.max)\n"
+            out += "\(h.valueAtPercentile(50)),\(h.valueAtPercentile(99)),\(h.max),\(i.stealMs.map(String.init) ?? "")\n"
         }
         return out
     }

@@ -228,18 +228,23 @@ public struct TimelineInterval: Sendable, Equatable {
     public var latency: EncodedHistogram
     /// Service time (µs) of the responses received in this second.
     public var serviceTime: EncodedHistogram
+    /// CPU time the hypervisor stole from the machine's CPUs during this second, in ms (/proc/stat), or
+    /// nil when unknown. When intervals merge (threads of one run, or runs of several machines) it is the
+    /// most any of them lost that second, not a sum.
+    public var stealMs: Int64?
 
     /// Creates an interval, compressing the histograms now so the caller can `reset()` and reuse them.
     public init(second: Int, sent: Int64, completed: Int64, succeeded: Int64, failed: Int64,
-                transportErrors: Int64, latency: HdrHistogram, serviceTime: HdrHistogram) {
+                transportErrors: Int64, latency: HdrHistogram, serviceTime: HdrHistogram, stealMs: Int64? = nil) {
         self.init(second: second, sent: sent, completed: completed, succeeded: succeeded, failed: failed,
                   transportErrors: transportErrors, latency: EncodedHistogram(latency),
-                  serviceTime: EncodedHistogram(serviceTime))
+                  serviceTime: EncodedHistogram(serviceTime), stealMs: stealMs)
     }
 
     /// Creates an interval from already encoded histograms.
     public init(second: Int, sent: Int64, completed: Int64, succeeded: Int64, failed: Int64,
-                transportErrors: Int64, latency: EncodedHistogram, serviceTime: EncodedHistogram) {
+                transportErrors: Int64, latency: EncodedHistogram, serviceTime: EncodedHistogram,
+                stealMs: Int64? = nil) {
         self.second = second
         self.sent = sent
         self.completed = completed
@@ -248,6 +253,7 @@ public struct TimelineInterval: Sendable, Equatable {
         self.transportErrors = transportErrors
         self.latency = latency
         self.serviceTime = serviceTime
+        self.stealMs = stealMs
     }
 
     /// Merges entries with the same `second` (sums counts, adds histograms) and sorts by second.
@@ -259,7 +265,9 @@ public struct TimelineInterval: Sendable, Equatable {
             if group.count == 1 { return group[0] }
             let lat = group[0].latency.decode(), svc = group[0].serviceTime.decode()
             var sent: Int64 = 0, completed: Int64 = 0, ok: Int64 = 0, failed: Int64 = 0, te: Int64 = 0
+            var steal: Int64?
             for (k, g) in group.enumerated() {
+                if let s = g.stealMs { steal = Swift.max(steal ?? s, s) }
                 if k > 0 {
                     lat.add(g.latency.decode())
                     svc.add(g.serviceTime.decode())
@@ -267,7 +275,7 @@ public struct TimelineInterval: Sendable, Equatable {
                 sent += g.sent; completed += g.completed; ok += g.succeeded; failed += g.failed; te += g.transportErrors
             }
             return TimelineInterval(second: s, sent: sent, completed: completed, succeeded: ok, failed: failed,
-                                    transportErrors: te, latency: lat, serviceTime: svc)
+                                    transportErrors: te, latency: lat, serviceTime: svc, stealMs: steal)
         }
     }
 }

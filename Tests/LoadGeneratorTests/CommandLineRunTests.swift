@@ -36,6 +36,10 @@ import Testing
         #expect(timeline.split(separator: "\n").count >= 3)
         let timelineSent = timeline.split(separator: "\n").dropFirst().compactMap { Int($0.split(separator: ",")[1]) }
         #expect(timelineSent.reduce(0, +) == 4000, "the warm-up stays out of the timeline")
+        // The host's steal per second, read from /proc/stat beside the run: known for both full seconds.
+        let rows = timeline.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        #expect(rows[0].last == "steal_ms")
+        for row in rows.dropFirst().prefix(2) { #expect(Int(row.last!) != nil, "\(row)") }
     }
 
     @Test func theEndSummaryShowsTheHostsShareBesideThePercentiles() throws {

@@ -175,3 +175,46 @@ import Testing
         #expect(message { try RunMerger.mergeFolders([a.path], out: a) }.contains("not empty"))
     }
 }
+
+/// timeline.csv's `steal_ms`: written per second, read back, optional, and merged as a maximum.
+@Suite struct TimelineStealTests {
+    @Test func stealRoundTripsThroughTimelineCSV() throws {
+        let root = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let record = Fixtures.record(label: "steal")
+        let folder = try ResultsWriter.write(record, root: root)
+        let loaded = try LoadedRun.load(folder.path, requireIntervals: true)
+        let written = TimelineInterval.merged(record.intervals).map(\.stealMs)
+        #expect(written.allSatisfy { $0 != nil })
+        #expect(loaded.record.intervals.map(\.stealMs) == written)
+    }
+
+    @Test func anEmptyOrMissingStealColumnReadsAsUnknown() throws {
+        let root = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let folder = try ResultsWriter.write(Fixtures.record(label: "partly-known"), root: root)
+        let csv = folder.appendingPathComponent("timeline.csv")
+        var lines = try String(contentsOf: csv, encoding: .utf8).split(separator: "\n").map(String.init)
+        // Second 2 lost its value: the row ends with an empty field.
+        lines[3] = String(lines[3][..<lines[3].lastIndex(of: ",")!]) + ","
+        try (lines.joined(separator: "\n") + "\n").write(to: csv, atomically: false, encoding: .utf8)
+        let steal = try LoadedRun.load(folder.path, requireIntervals: true).record.intervals.map(\.stealMs)
+        #expect(steal[2] == nil)
+        #expect(steal[1] != nil && steal[3] != nil)
+        // A folder from before the column existed.
+        let old = try LoadedRun.load(Fixtures.fixtureURL("handmade-run").path, requireIntervals: true)
+        #expect(!old.record.intervals.isEmpty)
+        #expect(old.record.intervals.allSatisfy { $0.stealMs == nil })
+    }
+
+    @Test func mergingKeepsTheMostAnyMachineLost() {
+        let h = HdrHistogram.latencyMicroseconds()
+        func interval(_ steal: Int64?) -> TimelineInterval {
+            TimelineInterval(second: 0, sent: 1, completed: 1, succeeded: 1, failed: 0, transportErrors: 0,
+                             latency: h, serviceTime: h, stealMs: steal)
+        }
+        #expect(TimelineInterval.merged([interval(3), interval(10)]).first?.stealMs == 10)
+        #expect(TimelineInterval.merged([interval(nil), interval(5)]).first?.stealMs == 5)
+        #expect(TimelineInterval.merged([interval(nil), interval(nil)]).first?.stealMs == nil)
+    }
+}

@@ -22,7 +22,8 @@ enum Fixtures {
             }
             let te: Int64 = s == 3 ? 2 : 0
             out.append(TimelineInterval(second: s, sent: Int64(rate) + te, completed: ok + failed, succeeded: ok,
-                                        failed: failed, transportErrors: te, latency: lat, serviceTime: svc))
+                                        failed: failed, transportErrors: te, latency: lat, serviceTime: svc,
+                                        stealMs: Int64((s * 7 + thread * 3) % 11)))
             lat.reset()
             svc.reset()
         }
