@@ -26,7 +26,7 @@ public struct ReportTitle: Sendable {
 /// timeline charts, and the trend of history.csv.
 public enum ReportChart {
     static let width = 1000.0
-    static let colors = (latency: "#1f5fbf", service: "#e07b00", sent: "#7a7a7a", errors: "#c62828", p50: "#2e7d32", p99: "#6a1b9a", p999: "#c62828")
+    static let colors = (latency: "#1f5fbf", service: "#e07b00", sent: "#7a7a7a", errors: "#c62828", p50: "#2e7d32", p99: "#6a1b9a", p999: "#c62828", steal: "#f0a030")
 
     // MARK: Run report
 
@@ -180,12 +180,21 @@ public enum ReportChart {
             svg.line(px(t), y2, px(t), y2 + h2, stroke: "#eee")
             svg.text(px(t), y2 + h2 + 18, fmt(t), size: 12, anchor: "middle")
         }
+        // Seconds in which the host stole CPU time, shaded behind the lines (darkest from 100 ms): on a
+        // shared machine they are where a p99 spike comes from.
+        for i in intervals {
+            guard let steal = i.stealMs, steal > 0 else { continue }
+            let left = px(Double(i.second)), right = Swift.min(px(Double(i.second) + 1), x + w)
+            svg.rect(left, y2, right - left, h2, fill: colors.steal, stroke: nil, opacity: 0.1 + 0.35 * Swift.min(1, Double(steal) / 100))
+        }
         let withData = intervals.indices.filter { decoded[$0].totalCount > 0 }
         svg.polyline(withData.map { (mid(intervals[$0]), ly(p99[$0])) }, stroke: colors.p99, width: 2)
         svg.polyline(withData.map { (mid(intervals[$0]), ly(p50[$0])) }, stroke: colors.p50, width: 2)
         svg.text(x - 62, y2 + h2 / 2, "latency (ms)", size: 13, anchor: "middle", rotate: -90)
         svg.text(x + w / 2, y2 + h2 + 40, "time since start of measurement (s)", size: 13, anchor: "middle")
-        legend(&svg, right: x + w, y: y2 - 8, items: [(colors.p99, "p99", false), (colors.p50, "p50", false)])
+        var items = [(colors.p99, "p99", false), (colors.p50, "p50", false)]
+        if intervals.contains(where: { $0.stealMs != nil }) { items.append((colors.steal, "host steal in that second (shade)", false)) }
+        legend(&svg, right: x + w, y: y2 - 8, items: items)
         if intervals.isEmpty {
             svg.text(x + w / 2, y + h1 / 2, "no per-second data", size: 14, anchor: "middle", color: "#888")
         }

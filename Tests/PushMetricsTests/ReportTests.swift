@@ -68,6 +68,20 @@ import Testing
         #expect(!plain.contains("log scale)"))
     }
 
+    @Test func secondsWithHostStealAreShadedAndOthersAreNot() {
+        let r = Fixtures.record(label: "steal", seconds: 4)
+        var intervals = TimelineInterval.merged(r.intervals)
+        func shades(_ svg: String) -> Int { svg.components(separatedBy: "fill=\"#f0a030\"").count - 1 }
+        for k in intervals.indices { intervals[k].stealMs = k == 2 ? 80 : 0 }
+        let one = ReportChart.runSVG(record: r, intervals: intervals, title: ReportTitle(runID: "steal", record: r))
+        #expect(shades(one) == 1)
+        #expect(one.contains("host steal in that second"))
+        for k in intervals.indices { intervals[k].stealMs = nil }
+        let unknown = ReportChart.runSVG(record: r, intervals: intervals, title: ReportTitle(runID: "steal", record: r))
+        #expect(shades(unknown) == 0)
+        #expect(!unknown.contains("host steal"))
+    }
+
     @Test func historyChartDrawsEveryRun() throws {
         let root = try Fixtures.tempDir("history")
         defer { try? FileManager.default.removeItem(at: root) }
