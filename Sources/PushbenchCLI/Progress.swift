@@ -11,14 +11,18 @@ struct ProgressDisplay {
     /// Whether `fd` is a terminal (redraw in place with `\r` and erase-to-end-of-line).
     let terminal: Bool
     let enabled: Bool
+    /// The warm-up's length: lines for seconds inside it say so, since what they count stays out of
+    /// the run's figures.
+    let warmupSeconds: Double
     private var lastSent = 0
     private var lastElapsed = 0.0
     private var drewLine = false
 
-    init(quiet: Bool, json: Bool) {
+    init(quiet: Bool, json: Bool, warmupSeconds: Double = 0) {
         fd = json ? 2 : 1
         terminal = isatty(fd) != 0
         enabled = !quiet
+        self.warmupSeconds = warmupSeconds
     }
 
     /// Shows `snapshot` taken `elapsed` seconds after the run started.
@@ -28,7 +32,8 @@ struct ProgressDisplay {
         let rps = window > 0 ? Double(snapshot.sent - lastSent) / window : 0
         lastSent = snapshot.sent
         lastElapsed = elapsed
-        let line = ProgressDisplay.format(snapshot, elapsed: elapsed, rps: rps)
+        let line = ProgressDisplay.format(snapshot, elapsed: elapsed, rps: rps,
+                                          warmup: ProgressDisplay.inWarmup(elapsed: elapsed, window: window, warmupSeconds: warmupSeconds))
         if terminal {
             write("\r" + line + "\u{1B}[K")
             drewLine = true
@@ -43,10 +48,16 @@ struct ProgressDisplay {
         drewLine = false
     }
 
-    /// One progress line, e.g. `  3.0s  sent 150000  50000 rps  in flight 12  backlog 0  p50 0.21 ms  p99 0.80 ms  errors 0`.
-    static func format(_ s: LiveSnapshot, elapsed: Double, rps: Double) -> String {
-        "\(fixed(elapsed, 1))s  sent \(s.sent)  \(Int(rps.rounded())) rps  in flight \(s.inFlight)  backlog \(s.backlog)"
+    /// One progress line, e.g. `  3.0s  sent 150000  50000 rps  in flight 12  backlog 0  p50 0.21 ms  p99 0.80 ms  errors 0`;
+    /// `1.0s warm-up  sent …` for a second of the warm-up.
+    static func format(_ s: LiveSnapshot, elapsed: Double, rps: Double, warmup: Bool = false) -> String {
+        "\(fixed(elapsed, 1))s\(warmup ? " warm-up" : "")  sent \(s.sent)  \(Int(rps.rounded())) rps  in flight \(s.inFlight)  backlog \(s.backlog)"
             + "  p50 \(milliseconds(s.p50Micros))  p99 \(milliseconds(s.p99Micros))  errors \(s.errors)"
+    }
+
+    /// Whether the line for the `window` seconds ending at `elapsed` is about the warm-up: it began inside it.
+    static func inWarmup(elapsed: Double, window: Double, warmupSeconds: Double) -> Bool {
+        elapsed - max(window, 0) < warmupSeconds - 1e-3
     }
 
     static func milliseconds(_ micros: Int) -> String { fixed(Double(micros) / 1000, 2) + " ms" }

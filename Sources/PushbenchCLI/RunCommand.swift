@@ -439,7 +439,7 @@ struct RunExecution {
                                                tokens: tokens, limit: limit)
         config.encoder = encoder
 
-        var display = ProgressDisplay(quiet: options.quiet, json: options.json)
+        var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds)
         let previous = catchInterrupts()
         defer { signal(SIGINT, previous) }
         let result: LoadResult
@@ -605,6 +605,10 @@ struct RunExecution {
         printOut("\(folder.path)\(record.interrupted ? "  (interrupted)" : "")")
         printOut("  requests   sent \(c.sent)  ok \(c.succeeded)  failed \(c.failed)  transport errors \(c.transportErrors)"
                  + "  unfinished \(c.unfinished)\(r.measured.notSent > 0 ? "  not sent \(r.measured.notSent)" : "")")
+        if r.warmup.sent > 0 {
+            printOut("  warm-up    sent \(r.warmup.sent)  ok \(r.warmup.succeeded) in the first \(f(options.warmupSeconds, 1)) s,"
+                     + " kept out of every figure here")
+        }
         if options.tokenChurn != nil {
             printOut("  tokens     pruned \(r.prunedTokens)\(r.tokensExhausted ? " (all: the run stopped)" : "")")
         }

@@ -53,6 +53,9 @@ import Testing
         let machine = try #require(r.out.range(of: "  machine    steal "))
         #expect(latency.lowerBound < machine.lowerBound)
         #expect(r.out.contains("driver preemptions "))
+        // The default 2 s warm-up: its progress lines say so, and the end summary counts it apart.
+        #expect(r.out.contains("1.0s warm-up  sent "), "\(r.out)")
+        #expect(r.out.contains("  warm-up    sent 1000  ok 1000 in the first 2.0 s"), "\(r.out)")
     }
 
     @Test func badInputExitsTwoBeforeAnyTraffic() throws {
