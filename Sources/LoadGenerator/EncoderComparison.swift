@@ -242,6 +242,10 @@ extension LoadResult {
         connectionsLost += r.connectionsLost
         connectFailures += r.connectFailures
         if let p = r.peerMaxStreams { peerMaxStreams = min(peerMaxStreams ?? p, p) }
+        // The host's share, over this variant's rounds only: the steal of the minutes it ran in.
+        if let s = r.stealSeconds { stealSeconds = (stealSeconds ?? 0) + s }
+        involuntarySwitches += r.involuntarySwitches
+        if first { loadAverageAtStart = r.loadAverageAtStart }
         interrupted = interrupted || r.interrupted
     }
 }

@@ -87,6 +87,9 @@ import PushPayload
             #expect(v.perRound.map(\.index) == schedule.filter { variants[$0.variant] == v.variant }.map(\.index))
             #expect(v.perRound.allSatisfy { $0.p99 > 0 && ($0.cpuSecondsPerMillion ?? 0) > 0 })
             #expect(v.driverCPUSeconds > 0)
+            // Linux has /proc/stat: each variant carries the steal of its own rounds, as a plain run does.
+            #expect((r.stealSeconds ?? -1) >= 0, "\(v.variant)")
+            #expect(r.intervals.contains { $0.stealMs != nil }, "per-second steal survives the rounds' merge")
             #expect((v.cpuSecondsPerMillion ?? 0) > 0)
             gatewayTotal += v.gateway?.requests ?? 0
         }
@@ -224,6 +227,10 @@ import PushPayload
         #expect(copyRow.contains("REGRESSION"), "\(slowed.out)")
         #expect(copyRow.contains("p50"))
         #expect(copyRow.contains("cpu_per_million"))
+        // Each cell's steal (ms, from its own rounds) sits before the verdict.
+        #expect(slowed.out.contains("| CPU s / M pushes | steal ms | verdict |"))
+        let fields = copyRow.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(fields.count == 9 && Int(fields[7]) != nil, "\(copyRow)")
         let history = try String(contentsOf: out.appendingPathComponent("history.csv"), encoding: .utf8)
         #expect(history.split(separator: "\n").count == 7, "header + 3 baseline runs + 3 checked runs")
         let reports = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasPrefix("nightly-") }
