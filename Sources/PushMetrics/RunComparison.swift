@@ -98,6 +98,19 @@ public struct RunComparison {
         public let description: String
     }
 
+    /// A note when one run lost much more CPU time to the host than the other (summary.json
+    /// `machine.steal_ms`: at least 50 ms more and at least twice as much): its latency was partly the
+    /// machine's, which no threshold can tell from the code's.
+    static func stealNote(base: JSONValue, new: JSONValue, baseName: String, newName: String) -> String? {
+        guard let b = base.value(atPath: "machine.steal_ms")?.number,
+              let n = new.value(atPath: "machine.steal_ms")?.number else { return nil }
+        func much(_ x: Double, _ y: Double) -> Bool { x >= y + 50 && x >= 2 * y }
+        guard much(n, b) || much(b, n) else { return nil }
+        let noisy = much(n, b) ? newName : baseName
+        return "the host stole \(Int(b.rounded())) ms of CPU during \(baseName) and \(Int(n.rounded())) ms during"
+            + " \(newName): latency differences may be \(noisy)'s machine, not the code (timeline.csv steal_ms shows which seconds)"
+    }
+
     /// Parses `METRIC=PCT` (e.g. `p99=5`, `achieved_rps=1.5`, `p99.9=20%`).
     public static func parseThreshold(_ text: String) throws -> (String, Double) {
         guard let eq = text.firstIndex(of: "=") else {
@@ -135,6 +148,7 @@ public struct RunComparison {
         }
         if base["interrupted"] == .bool(true) { notes.append("\(baseName) was interrupted") }
         if new["interrupted"] == .bool(true) { notes.append("\(newName) was interrupted") }
+        if let note = Self.stealNote(base: base, new: new, baseName: baseName, newName: newName) { notes.append(note) }
         self.notes = notes
     }
 

@@ -218,3 +218,27 @@ import Testing
         #expect(TimelineInterval.merged([interval(nil), interval(nil)]).first?.stealMs == nil)
     }
 }
+
+/// compare notes when one run lost much more CPU time to the host than the other.
+@Suite struct CompareStealNoteTests {
+    private func summary(steal: Double?) throws -> JSONValue {
+        let machine = steal.map { #", "machine": {"steal_ms": \#($0)}"# } ?? ""
+        return try JSONValue.parse(#"{"latency_us": {"p99": 900}\#(machine)}"#)
+    }
+
+    @Test func aNoisierRunIsNamedInANote() throws {
+        let c = RunComparison(base: try summary(steal: 10), new: try summary(steal: 310), baseName: "a", newName: "b")
+        let note = try #require(c.notes.first { $0.contains("stole") })
+        #expect(note.contains("10 ms") && note.contains("310 ms") && note.contains("b's machine"), "\(note)")
+        let reverse = RunComparison(base: try summary(steal: 400), new: try summary(steal: 0), baseName: "a", newName: "b")
+        #expect(reverse.notes.contains { $0.contains("a's machine") })
+    }
+
+    @Test func similarOrUnknownStealSaysNothing() throws {
+        // 10 vs 40 ms: less than 50 ms apart. 100 vs 180: not twice. Unknown on one side: nothing to say.
+        for (b, n) in [(10.0, 40.0), (100.0, 180.0)] {
+            #expect(!RunComparison(base: try summary(steal: b), new: try summary(steal: n)).notes.contains { $0.contains("stole") })
+        }
+        #expect(RunComparison(base: try summary(steal: nil), new: try summary(steal: 500)).notes.isEmpty)
+    }
+}
