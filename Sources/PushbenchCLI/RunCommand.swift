@@ -126,7 +126,7 @@ public struct RunCommand: PushbenchCommand {
       --protocol apns|fcm     push API to speak (default apns)
       --rps N|max             open-loop rate, or closed loop as fast as possible (default 1000)
       --duration T            measured time: 10s, 500ms, 2m (default 10s)
-      --warmup T              sent and counted separately, not in the histograms (default 2s)
+      --warmup T              sent and counted separately, not in the histograms (default 2s; 0s with --requests)
       --requests N            stop after N measured requests instead of a duration
       --connections N         connections per driver thread (default 8)
       --streams N             max concurrent streams per connection, capped by the peer (default 100)
@@ -186,10 +186,13 @@ public struct RunCommand: PushbenchCommand {
             guard d > 0 else { throw UsageError("--duration: must be more than zero") }
             o.durationSeconds = d
         }
-        o.warmupSeconds = try a.duration("--warmup", default: o.warmupSeconds) ?? o.warmupSeconds
         if a.value("--requests") != nil {
             o.requests = try a.integer("--requests", default: 0, range: 1...Int.max)
         }
+        // --requests N asks for N pushes: no unasked-for warm-up traffic before them (against a real
+        // endpoint those are real notifications), unless --warmup says so.
+        let defaultWarmup = o.requests == nil ? o.warmupSeconds : 0
+        o.warmupSeconds = try a.duration("--warmup", default: defaultWarmup) ?? defaultWarmup
         o.connections = try a.integer("--connections", default: 8, range: 1...10_000)
         o.streams = try a.integer("--streams", default: 100, range: 1...100_000)
         o.threads = try a.integer("--threads", default: 1, range: 1...64)

@@ -33,6 +33,17 @@ import Testing
         }
     }
 
+    @Test func theWarmUpIsTwoSecondsUnlessAnExactCountIsAsked() throws {
+        func warmup(_ args: [String]) throws -> Double {
+            try RunCommand(arguments: ParsedArguments(args, options: RunCommand.options)).options.warmupSeconds
+        }
+        #expect(try warmup([]) == 2)
+        #expect(try warmup(["--warmup", "500ms"]) == 0.5)
+        // --requests N sends N pushes and no unasked-for warm-up before them, unless --warmup says so.
+        #expect(try warmup(["--requests", "100"]) == 0)
+        #expect(try warmup(["--requests", "100", "--warmup", "1s"]) == 1)
+    }
+
     @Test func runOptionsValidate() throws {
         let run = try RunCommand(arguments: ParsedArguments(["--rps", "max", "--encoder", "copy,zerocopy", "--tokens", "50"],
                                                             options: RunCommand.options))
