@@ -189,8 +189,13 @@ public enum ResultsWriter {
     }
 
     static func pointLatest(root: URL, at id: String) throws {
-        let latest = root.appendingPathComponent("latest").path
-        let temp = root.appendingPathComponent(".latest-\(getpid())").path
+        try pointLink("latest", root: root, at: id)
+    }
+
+    /// Points the symlink `root/name` at the folder `id` (relative), replacing what it pointed at.
+    static func pointLink(_ name: String, root: URL, at id: String) throws {
+        let latest = root.appendingPathComponent(name).path
+        let temp = root.appendingPathComponent(".\(name)-\(getpid())").path
         unlink(temp)
         // A relative link keeps working when the results folder is moved or mounted elsewhere;
         // rename(2) replaces an old link atomically.
