@@ -259,21 +259,7 @@ public struct VariantComparison {
         svg.text(x + w / 2, y + h + 40, "percentile (log scale of 1/(1−p))", size: 13, anchor: "middle")
         svg.text(x - 62, y + h / 2, "latency (ms)", size: 13, anchor: "middle", rotate: -90)
         for (i, hist) in hists.enumerated() where hist.totalCount > 0 {
-            let color = Self.palette[i % Self.palette.count]
-            var pts: [(Double, Double)] = []
-            var prev: Double?
-            for t in hist.percentileTicks(ticksPerHalfDistance: 5) where t.percentile < 100 {
-                let lx = log10(1 / (1 - t.percentile / 100))
-                if lx > xmax { break }
-                let v = Double(t.value) / 1000
-                if let p = prev, p != v { pts.append((px(lx), py(p))) }
-                pts.append((px(lx), py(v)))
-                prev = v
-            }
-            if let p = prev { pts.append((px(xmax), py(p))) }
-            pts.append((px(xmax), py(Double(hist.max) / 1000)))
-            svg.polyline(pts, stroke: color, width: 2.2)
-            svg.circle(px(xmax), py(Double(hist.max) / 1000), 3.5, fill: color)
+            ReportChart.percentileCurve(&svg, hist, color: Self.palette[i % Self.palette.count], xmax: xmax, px: px, py: py)
         }
         ReportChart.legend(&svg, right: x + w, y: y - 8,
                            items: entries.enumerated().map { (Self.palette[$0.offset % Self.palette.count], $0.element.name, false) }
@@ -325,14 +311,7 @@ public struct VariantComparison {
         try ResultsWriter.save(markdown(comparisonID: id), folder.appendingPathComponent("comparison.md"))
         try ResultsWriter.save(svg(comparisonID: id), folder.appendingPathComponent("comparison.svg"))
         try ResultsWriter.save(json(comparisonID: id).render(), folder.appendingPathComponent("comparison.json"))
-        let link = root.appendingPathComponent("latest-comparison").path
-        let temp = root.appendingPathComponent(".latest-comparison-\(getpid())").path
-        unlink(temp)
-        guard symlink(id, temp) == 0, rename(temp, link) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temp)
-            throw ResultsError("\(link): cannot point at \(id): \(reason)")
-        }
+        try ResultsWriter.pointLink("latest-comparison", root: root, at: id)
         return folder
     }
 

@@ -103,22 +103,7 @@ public enum ReportChart {
         svg.text(x + w / 2, y + h + 40, "percentile (log scale of 1/(1−p))", size: 13, anchor: "middle")
         svg.text(x - 62, y + h / 2, logY ? "latency (ms, log scale)" : "latency (ms)", size: 13, anchor: "middle", rotate: -90)
         for (hist, color, _) in curves where hist.totalCount > 0 {
-            var pts: [(Double, Double)] = []
-            var prevY: Double?
-            for t in hist.percentileTicks(ticksPerHalfDistance: 5) where t.percentile < 100 {
-                let lx = log10(1 / (1 - t.percentile / 100))
-                if lx > xmax { break }
-                let v = Double(t.value) / 1000
-                if let p = prevY, p != v { pts.append((px(lx), py(p))) }
-                pts.append((px(lx), py(v)))
-                prevY = v
-            }
-            // Extend to the right edge at the max, which is where the distribution ends.
-            let maxV = Double(hist.max) / 1000
-            if let p = prevY { pts.append((px(xmax), py(p))) }
-            pts.append((px(xmax), py(maxV)))
-            svg.polyline(pts, stroke: color, width: 2.2)
-            svg.circle(px(xmax), py(maxV), 3.5, fill: color)
+            percentileCurve(&svg, hist, color: color, xmax: xmax, px: px, py: py)
         }
         legend(&svg, right: x + w, y: y - 8, items: curves.map { ($0.1, $0.0.totalCount == 0 ? $0.2 + ": no data" : $0.2, false) } + [("#555", "max", true)])
     }
@@ -326,6 +311,28 @@ public enum ReportChart {
     // MARK: Helpers
 
     /// A one-row legend, right-aligned so it ends at `right`, on the panel's title line (outside the data).
+    /// One latency-by-percentile curve in ms: steps through `hist`'s percentile ticks up to `xmax`
+    /// decades of 1/(1-p), then on to the right edge at the max, which is where the distribution ends
+    /// (marked with a dot).
+    static func percentileCurve(_ svg: inout SVG, _ hist: HdrHistogram, color: String, xmax: Double,
+                                px: (Double) -> Double, py: (Double) -> Double) {
+        var pts: [(Double, Double)] = []
+        var prevY: Double?
+        for t in hist.percentileTicks(ticksPerHalfDistance: 5) where t.percentile < 100 {
+            let lx = log10(1 / (1 - t.percentile / 100))
+            if lx > xmax { break }
+            let v = Double(t.value) / 1000
+            if let p = prevY, p != v { pts.append((px(lx), py(p))) }
+            pts.append((px(lx), py(v)))
+            prevY = v
+        }
+        let maxV = Double(hist.max) / 1000
+        if let p = prevY { pts.append((px(xmax), py(p))) }
+        pts.append((px(xmax), py(maxV)))
+        svg.polyline(pts, stroke: color, width: 2.2)
+        svg.circle(px(xmax), py(maxV), 3.5, fill: color)
+    }
+
     static func legend(_ svg: inout SVG, right: Double, y: Double, items: [(String, String, Bool)]) {
         let widths = items.map { 34 + Double($0.1.count) * 6.6 + 14 }
         var x = right - widths.reduce(0, +)
