@@ -5,8 +5,9 @@ import PushTransport
 /// goes on the next connection (round robin) with a free stream, streams capped by
 /// min(--streams, the peer's SETTINGS_MAX_CONCURRENT_STREAMS) as it changes. A connection that gets
 /// GOAWAY or drops is replaced by a new one; the streams it cut off come back as failures, which the
-/// driver retries (`--retry`) or counts as transport errors.
-final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
+/// driver retries (`--retry`) or counts as transport errors. `Builder` makes the requests of the run's
+/// protocol.
+final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDelegate {
     private let loop: EventLoop
     private let config: LoadConfiguration
     private unowned(unsafe) let core: DriverCore
@@ -14,11 +15,11 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     /// Called after each response instead of the change callback when set: the open-loop driver uses it
     /// to send only when a request is waiting for a stream (the pacing timer sends the rest in batches).
     var onResponse: (() -> Void)?
-    private let block: HTTP2HeaderBlock
+    private let builder: Builder
     private let encoder: any PayloadEncoder
+    private let inPlace: Bool
     private let clientConfig: HTTP2ClientConfiguration
     private var rng: PushRandom
-    private let pathPrefix: [UInt8]
 
     private(set) var active: [HTTP2ClientConnection] = []
     private var retired: [HTTP2ClientConnection] = []
@@ -42,31 +43,26 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     private(set) var initialConnected = 0
     private(set) var initialFailed = 0
     private(set) var firstError: String?
-    /// Connections opened in all (reconnects included), GOAWAYs received, connections lost, failed connects.
-    private(set) var opened = 0, goaways = 0, lost = 0, connectFailures = 0
-    /// Lowest and latest peer SETTINGS_MAX_CONCURRENT_STREAMS seen.
-    private(set) var peerMaxStreamsLowest = Int.max, peerMaxStreamsLatest = 0
+    /// Connections opened, GOAWAYs, losses, failed connects, the peer's lowest stream limit.
+    private(set) var stats = ConnectionStats()
 
-    // Token pruning (`LoadConfiguration.pruneGoneTokens`): one bit per token, set when an answer says the
-    // token is gone (APNs 410 Unregistered/ExpiredToken, FCM 404 UNREGISTERED); a pruned token is skipped
-    // when picked. Per thread, so no synchronisation; both tables are allocated once here.
-    /// The pruned-token bitset (bit i of word i / 64 is token i).
-    let prunedBits: UnsafeMutablePointer<UInt64>
-    /// Words in ``prunedBits``.
-    let prunedWords: Int
-    /// Tokens this thread has pruned.
-    private(set) var prunedCount = 0
+    // Token pruning (`LoadConfiguration.pruneGoneTokens`): a token is added when an answer says it is gone
+    // (APNs 410 Unregistered/ExpiredToken, FCM 404 UNREGISTERED) and skipped when picked. Per thread, so no
+    // synchronisation; both tables are allocated once here.
+    /// Tokens this thread has pruned (capacity 0 when pruning is off).
+    private(set) var pruned: TokenSet
     /// Whether every token was pruned (the thread stopped sending).
     private(set) var tokensExhausted = false
     // Token index of the request in each slot (the pick may skip pruned tokens, so it is not seq mod count).
     private let slotToken: UnsafeMutablePointer<Int32>
-    private let prune: Bool
 
-    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onChange: @escaping () -> Void) throws {
+    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int,
+         onChange: @escaping () -> Void) throws(HTTP2HeaderBlock.InvalidBlock) {
         self.loop = loop
         self.config = config
         self.core = core
         self.onChange = onChange
+        builder = try Builder(config: config)
         var cc = HTTP2ClientConfiguration()
         cc.maxConcurrentStreams = config.streams
         // Each stream slot holds one whole payload; round the template's worst case up to a page.
@@ -76,42 +72,14 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         cc.keepsResponseHeaders = false
         clientConfig = cc
         encoder = config.encoderFactory?(config.encoder, config.template) ?? makePayloadEncoder(config.encoder, template: config.template)
+        inPlace = config.encoder.writesInPlace
         rng = PushRandom(seed: config.seed &+ UInt64(thread) &* 0x9E37_79B9_7F4A_7C15)
-        prune = config.pruneGoneTokens
-        prunedWords = (config.tokens.count + 63) / 64
-        prunedBits = .allocate(capacity: prunedWords)
-        prunedBits.initialize(repeating: 0, count: prunedWords)
+        pruned = TokenSet(capacity: config.pruneGoneTokens ? config.tokens.count : 0)
         slotToken = .allocate(capacity: config.connections * config.streams)
         slotToken.initialize(repeating: 0, count: config.connections * config.streams)
-        switch config.pushProtocol {
-        case .apns:
-            var headers: [(String, String)] = [("apns-topic", config.topic), ("apns-push-type", config.pushType)]
-            if let p = config.priority { headers.append(("apns-priority", String(p))) }
-            if let e = config.expiration { headers.append(("apns-expiration", String(e))) }
-            if let c = config.collapseID { headers.append(("apns-collapse-id", c)) }
-            pathPrefix = Array("/3/device/".utf8)
-            let indexPath = Self.indexesPath(tokens: config.tokens.count, pathLength: pathPrefix.count + config.tokens.maxLength)
-            block = try HTTP2HeaderBlock.request(authority: config.authority, path: nil, indexPath: indexPath,
-                                                 headers: headers, perRequestHeaders: config.sendsApnsID ? ["apns-id"] : [])
-        case .fcm:
-            block = try HTTP2HeaderBlock.request(
-                authority: config.authority, path: "/v1/projects/\(config.project)/messages:send",
-                headers: [("content-type", "application/json"), ("authorization", "Bearer pushbench")])
-            pathPrefix = []
-        }
-    }
-
-    /// Whether `:path` (one per token, `pathLength` bytes at most) is worth HPACK indexing: only when every
-    /// token's entry (32 bytes of HPACK overhead + name + value) fits in half the peer's default 4 KiB
-    /// table, so the paths stay there and each costs one byte after its first use. With more tokens an
-    /// indexed path is evicted before it recurs, and indexing only costs an insert and an eviction per
-    /// request on both ends.
-    static func indexesPath(tokens: Int, pathLength: Int) -> Bool {
-        tokens * (32 + ":path".utf8.count + pathLength) <= 2048
     }
 
     deinit {
-        prunedBits.deallocate()
         slotToken.deallocate()
     }
 
@@ -125,7 +93,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     private func open() -> HTTP2ClientConnection {
         let c = HTTP2ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
         c.connect(host: config.host, port: config.port)
-        opened += 1
+        stats.opened += 1
         return c
     }
 
@@ -175,49 +143,30 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
         } }
         guard let c else { return .noStream }
         var tokenIndex = Int(UInt64(bitPattern: sequence) % UInt64(config.tokens.count))
-        if prunedCount > 0 {
+        if pruned.count > 0 {
             // Every token gone: the core was stopped when the last one was pruned; nothing to send to.
-            guard prunedCount < config.tokens.count else { return .noStream }
-            tokenIndex = nextLiveToken(from: tokenIndex)
+            guard !pruned.isFull else { return .noStream }
+            tokenIndex = pruned.nextAbsent(from: tokenIndex)
         }
         slotToken[Int(slot)] = Int32(truncatingIfNeeded: tokenIndex)
-        let token = config.tokens.token(tokenIndex)
-        let ctx = RequestContext(seq: UInt64(sequence), token: token, messageID: rng.uuid(),
+        let ctx = RequestContext(seq: UInt64(sequence), token: config.tokens.token(tokenIndex), messageID: rng.uuid(),
                                  badge: Int64(sequence % 99) + 1)
         let length = config.template.encodedLength(ctx)
         if length > clientConfig.slotBodyCapacity || (!config.sendOversize && length > config.payloadLimit) {
             return .oversize
         }
-        let encoder = self.encoder
-        let prefix = pathPrefix
-        let inPlace = config.encoder == .zerocopy
-        let apns = config.pushProtocol == .apns
-        let apnsID = config.sendsApnsID
+        let builder = self.builder, encoder = self.encoder, inPlace = self.inPlace
         do {
-            try c.submit(block, context: UInt64(slot), submittedAt: now) { req in
-                if apns {
-                    req.setValue(0, capacity: prefix.count + token.count) { out in
-                        prefix.withUnsafeBytes { out.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-                        (out.baseAddress! + prefix.count).copyMemory(from: token.baseAddress!, byteCount: token.count)
-                        return prefix.count + token.count
-                    }
-                    if apnsID {
-                        req.setValue(1, capacity: PushUUID.textLength) { out in
-                            ctx.messageID.write(to: out.baseAddress!)
-                            return PushUUID.textLength
-                        }
-                    }
-                }
-                let n = encoder.encode(ctx, into: req.body) ?? 0
-                if inPlace {
-                    req.setBodyLength(n)
-                } else {
-                    // copy and foundation: the bytes go through nghttp2's read callback (copied into its frames).
-                    req.copyBody(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(req.body)[0..<n]))
-                }
+            try c.submit(builder.block, context: UInt64(slot), submittedAt: now) { req in
+                builder.fill(&req, tokenIndex: tokenIndex, context: ctx, encoder: encoder, inPlace: inPlace)
             }
         } catch {
-            return .noStream
+            switch error {
+            case .noStreamAvailable, .notConnected: return .noStream
+            // The length was checked above, so the slot was big enough: the encoder failed to write.
+            case .bodyTooLarge: return .failed(.encodeFailed)
+            case .missingValue, .nghttp2: return .failed(.submitFailed)
+            }
         }
         return .started
     }
@@ -229,16 +178,16 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     // MARK: HTTP2ClientDelegate
 
     func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) {
-        if opened <= config.connections { initialConnected += 1 }
+        if stats.opened <= config.connections { initialConnected += 1 }
         notePeer(peerSettings)
         onChange()
     }
 
     func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError) {
-        connectFailures += 1
+        stats.connectFailures += 1
         dead.insert(ObjectIdentifier(connection))
         closed.insert(ObjectIdentifier(connection))
-        if opened <= config.connections && initialConnected + initialFailed < config.connections {
+        if stats.opened <= config.connections && initialConnected + initialFailed < config.connections {
             initialFailed += 1
             if firstError == nil { firstError = "\(config.host):\(config.port): \(error.message)" }
         }
@@ -251,7 +200,7 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     }
 
     func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway goAway: HTTP2GoAway) {
-        goaways += 1
+        stats.goaways += 1
         dead.insert(ObjectIdentifier(connection))
         scheduleReconnect(afterMilliseconds: 1)
     }
@@ -259,7 +208,9 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
         let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body) : 0
         let slot = Int32(truncatingIfNeeded: response.context)
-        if prune && Reasons.meansTokenGone(status: response.status, reason: reason) { pruneToken(Int(slotToken[Int(slot)])) }
+        if pruned.capacity > 0 && Reasons.meansTokenGone(status: response.status, reason: reason) {
+            pruneToken(Int(slotToken[Int(slot)]))
+        }
         core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
         preferred = connection
         if let onResponse { onResponse() } else { onChange() }
@@ -267,12 +218,19 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
     }
 
     func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) {
-        core.failed(slot: Int32(truncatingIfNeeded: failure.context))
+        let cause: TransportErrorCause
+        switch failure.reason {
+        case .reset: cause = .reset
+        case .refused: cause = .refused
+        case .connectionLost: cause = .connectionLost
+        case .notSent: cause = .notSent
+        }
+        core.failed(slot: Int32(truncatingIfNeeded: failure.context), cause: cause)
         onChange()
     }
 
     func connectionDidClose(_ connection: HTTP2ClientConnection, error: TransportError) {
-        if error.kind != .closedLocally { lost += 1 }
+        if error.kind != .closedLocally { stats.lost += 1 }
         dead.insert(ObjectIdentifier(connection))
         closed.insert(ObjectIdentifier(connection))
         scheduleReconnect(afterMilliseconds: 1)
@@ -280,41 +238,15 @@ final class ConnectionPool: RequestPort, HTTP2ClientDelegate {
 
     /// Marks token `index` gone; when it was the last one, stops the core (the run ends, results kept).
     private func pruneToken(_ index: Int) {
-        let word = index >> 6, bit = UInt64(1) << UInt64(index & 63)
-        guard prunedBits[word] & bit == 0 else { return }
-        prunedBits[word] |= bit
-        prunedCount += 1
-        if prunedCount == config.tokens.count && !tokensExhausted {
+        guard pruned.insert(index) else { return }
+        if pruned.isFull && !tokensExhausted {
             tokensExhausted = true
             core.stop()
         }
     }
 
-    /// The first token at or after `index` (wrapping) that is not pruned; at least one must remain.
-    @inline(__always)
-    func nextLiveToken(from index: Int) -> Int {
-        let count = config.tokens.count
-        var word = index >> 6
-        // Free bits of the first word at or above `index`'s bit.
-        var free = ~prunedBits[word] & (~UInt64(0) << UInt64(index & 63))
-        while true {
-            if free != 0 {
-                let i = word << 6 | free.trailingZeroBitCount
-                if i < count { return i }
-                // Past the last token (bits of the padding): wrap to the start.
-                word = 0
-                free = ~prunedBits[0]
-                continue
-            }
-            word += 1
-            if word == prunedWords { word = 0 }
-            free = ~prunedBits[word]
-        }
-    }
-
     private func notePeer(_ s: HTTP2Settings) {
-        peerMaxStreamsLatest = s.maxConcurrentStreams
-        peerMaxStreamsLowest = min(peerMaxStreamsLowest, s.maxConcurrentStreams)
+        stats.peerMaxStreams = min(stats.peerMaxStreams ?? s.maxConcurrentStreams, s.maxConcurrentStreams)
     }
 
     /// Drops the connections and the timer (after ``closeAll()``), so they are gone before the loop closes.

@@ -6,6 +6,9 @@ public enum StartResult: Sendable, Equatable {
     case noStream
     /// The payload is over the size limit: counted as PayloadTooLarge and not sent.
     case oversize
+    /// The transport refused the request as it was handed over (`cause`): counted as sent and a
+    /// transport error, never resent; the driver goes on with the next request.
+    case failed(TransportErrorCause)
 }
 
 /// The driver's view of the connection pool (one per driver thread). The real one is ``ConnectionPool``;
@@ -41,15 +44,22 @@ public struct DriverPlan: Sendable, Equatable {
     public var requests: Int?
     /// Resends allowed for a request cut off by a lost connection (`--retry`).
     public var retries: Int = 0
+    /// How long the run waits, after the schedule ends, for the backlog to be sent and the requests in
+    /// flight to be answered (a stop waits at most ``stopDrainNs`` of it).
+    public var drainTimeoutNs: UInt64 = 5_000_000_000
     /// Most requests in flight at once on this thread (connections × streams): sizes the slot table.
     public var capacity: Int
 
     /// A plan; see the properties.
     public init(rate: Int?, threads: Int = 1, thread: Int = 0, warmupNs: UInt64 = 0, durationNs: UInt64 = 10_000_000_000,
-                requests: Int? = nil, retries: Int = 0, capacity: Int) {
+                requests: Int? = nil, retries: Int = 0, drainTimeoutNs: UInt64 = 5_000_000_000, capacity: Int) {
         self.rate = rate; self.threads = threads; self.thread = thread; self.warmupNs = warmupNs
-        self.durationNs = durationNs; self.requests = requests; self.retries = retries; self.capacity = capacity
+        self.durationNs = durationNs; self.requests = requests; self.retries = retries
+        self.drainTimeoutNs = drainTimeoutNs; self.capacity = capacity
     }
+
+    /// The longest a stopped run (Ctrl-C, a lost target, every token gone) waits for its answers.
+    public static let stopDrainNs: UInt64 = 1_000_000_000
 
     /// Global requests in the warm-up (open loop): those due before t0 + warmup.
     var warmupRequests: Int64 {
@@ -71,10 +81,38 @@ public struct DriverPlan: Sendable, Equatable {
     }
 }
 
+/// What the runtime does after a housekeeping ``DriverCore/tick()``.
+public enum TickAction: Sendable, Equatable {
+    /// Go on pumping.
+    case run
+    /// The schedule has ended (returned once): stop the pacing timer; responses and resends still pump.
+    case stopPacing
+    /// Nothing is left to wait for, or the drain deadline passed: close the books with
+    /// ``DriverCore/finish()``.
+    case finish
+}
+
+/// A request in a slot of the in-flight table, or waiting in the retry ring for its resend.
+struct InFlightRequest {
+    /// Global sequence number.
+    var sequence: Int64
+    /// Intended send time (the schedule's, kept across resends).
+    var intended: UInt64
+    /// Actual send time of the current attempt.
+    var sent: UInt64
+    /// Resends so far.
+    var attempt: UInt8
+    /// The phase it belongs to.
+    var phase: Phase
+    /// What cut off its last attempt (meaningful in the retry ring only).
+    var cause: TransportErrorCause
+}
+
 /// One driver thread's scheduling and accounting, as a state machine without I/O: the pacer, the
 /// backlog of due-but-unsent requests (each keeps its intended time), the retry queue, the slot table
-/// of requests in flight, and the recording of every outcome. The event-loop runtime feeds it time and
-/// transport events; tests feed it a ``ManualClock`` and a fake ``RequestPort``.
+/// of requests in flight, the recording of every outcome, and when the run drains and ends. The
+/// event-loop runtime feeds it time and transport events; tests feed it a ``ManualClock`` and a fake
+/// ``RequestPort``.
 ///
 /// Coordinated omission: latency is measured from the intended time (t0 + k/rate), so a request that
 /// waited in the backlog because every stream was busy is charged for the wait, as wrk2 does; the
@@ -92,12 +130,14 @@ public final class DriverCore {
 
     /// The pacer (open loop), set by ``begin(at:)``.
     public private(set) var pacer: Pacer?
-    /// t0.
-    public private(set) var startNs: UInt64 = 0
     /// Whether new requests are still being generated (false after the schedule ends or ``stop()``).
     public private(set) var generating = false
     /// Whether ``stop()`` was called (interrupted or target lost).
     public private(set) var stopped = false
+    /// When the run ends at the latest (0: not draining yet).
+    public private(set) var drainDeadlineNs: UInt64 = 0
+    /// Peaks and counts of this thread's sending (its connection counters are the pool's).
+    public private(set) var stats = DriverStats()
 
     // Open loop: this thread's next request number (local k) and the number of its requests in the run.
     private var next: Int64 = 0
@@ -110,20 +150,13 @@ public final class DriverCore {
     private var measureStartNs: UInt64 = 0
     private var endNs: UInt64 = UInt64.max
 
-    // Slot table: requests in flight.
-    private let slotSequence: UnsafeMutablePointer<Int64>
-    private let slotIntended: UnsafeMutablePointer<UInt64>
-    private let slotSent: UnsafeMutablePointer<UInt64>
-    private let slotAttempt: UnsafeMutablePointer<UInt8>
-    private let slotPhase: UnsafeMutablePointer<UInt8>
-    private let slotBusy: UnsafeMutablePointer<Bool>
+    // Requests in flight, by slot (`busy` says which slots hold one), and the free slots as a stack.
+    private let slots: UnsafeMutablePointer<InFlightRequest>
+    private let busy: UnsafeMutablePointer<Bool>
     private let freeSlots: UnsafeMutablePointer<Int32>
     private var freeCount: Int
-    // Retry ring: requests cut off, waiting to be resent with their original intended time.
-    private let retrySequence: UnsafeMutablePointer<Int64>
-    private let retryIntended: UnsafeMutablePointer<UInt64>
-    private let retryAttempt: UnsafeMutablePointer<UInt8>
-    private let retryPhase: UnsafeMutablePointer<UInt8>
+    // Requests cut off, waiting to be resent with their original intended time (a ring).
+    private let retryRing: UnsafeMutablePointer<InFlightRequest>
     private var retryHead = 0
     private var retryCount = 0
 
@@ -137,14 +170,8 @@ public final class DriverCore {
         }
         return b
     }
-    /// Deepest backlog seen.
-    public private(set) var maxBacklog = 0
-    /// Most requests in flight at once.
-    public private(set) var maxInFlight = 0
     /// Time of the last measured send.
     public private(set) var lastMeasuredSendNs: UInt64 = 0
-    /// When measurement starts (t0 + warmup).
-    public var measurementStartNs: UInt64 { measureStartNs }
 
     /// A core for `plan`, reading time from `clock`, recording into `recorder`.
     public init(plan: DriverPlan, clock: any NanoClock, recorder: Recorder) {
@@ -153,20 +180,17 @@ public final class DriverCore {
         self.clock = clock
         self.recorder = recorder
         let c = plan.capacity
-        slotSequence = .allocate(capacity: c); slotIntended = .allocate(capacity: c); slotSent = .allocate(capacity: c)
-        slotAttempt = .allocate(capacity: c); slotPhase = .allocate(capacity: c)
-        slotBusy = .allocate(capacity: c); slotBusy.initialize(repeating: false, count: c)
+        slots = .allocate(capacity: c)
+        busy = .allocate(capacity: c)
+        busy.initialize(repeating: false, count: c)
         freeSlots = .allocate(capacity: c)
         for i in 0..<c { freeSlots[i] = Int32(c - 1 - i) }
         freeCount = c
-        retrySequence = .allocate(capacity: c); retryIntended = .allocate(capacity: c)
-        retryAttempt = .allocate(capacity: c); retryPhase = .allocate(capacity: c)
+        retryRing = .allocate(capacity: c)
     }
 
     deinit {
-        slotSequence.deallocate(); slotIntended.deallocate(); slotSent.deallocate(); slotAttempt.deallocate()
-        slotPhase.deallocate(); slotBusy.deallocate(); freeSlots.deallocate()
-        retrySequence.deallocate(); retryIntended.deallocate(); retryAttempt.deallocate(); retryPhase.deallocate()
+        slots.deallocate(); busy.deallocate(); freeSlots.deallocate(); retryRing.deallocate()
     }
 
     /// Connects the core to the pool it sends through (not retained: the runtime owns both).
@@ -174,7 +198,6 @@ public final class DriverCore {
 
     /// Starts the schedule at t0 = `start`.
     public func begin(at start: UInt64) {
-        startNs = start
         measureStartNs = start + plan.warmupNs
         generating = true
         recorder.begin(at: start, measurementStart: measureStartNs)
@@ -203,40 +226,46 @@ public final class DriverCore {
         while retryCount > 0 {
             guard freeCount > 0 else { return nil }
             let slot = freeSlots[freeCount - 1]
-            let seq = retrySequence[retryHead]
-            switch port.startRequest(slot: slot, sequence: seq, at: now) {
+            let r = retryRing[retryHead]
+            switch port.startRequest(slot: slot, sequence: r.sequence, at: now) {
             case .noStream:
                 return nil
-            case .started, .oversize:
-                freeCount -= 1
-                occupy(slot, seq: seq, intended: retryIntended[retryHead], sent: now,
-                       attempt: retryAttempt[retryHead] &+ 1, phase: Int(retryPhase[retryHead]))
-                recorder.tallies[Int(retryPhase[retryHead])].retries += 1
-                retryHead = (retryHead + 1) % plan.capacity
-                retryCount -= 1
+            case .started:
+                occupy(slot, InFlightRequest(sequence: r.sequence, intended: r.intended, sent: now,
+                                             attempt: r.attempt &+ 1, phase: r.phase, cause: r.cause))
+                recorder.tallies[r.phase.rawValue].retries += 1
+            case .oversize:
+                // The resend's payload is over the limit (pruning moved it to a longer token): nothing
+                // went out again, so the request ends as the failure that cut it off.
+                recorder.recordTransportError(r.phase, cause: r.cause, at: now)
+            case .failed(let cause):
+                recorder.recordTransportError(r.phase, cause: cause, at: now)
             }
+            retryHead = (retryHead + 1) % plan.capacity
+            retryCount -= 1
         }
         guard generating else { return nil }
         if let pacer {
             let due = min(pacer.dueCount(at: now), localLimit)
-            if due - next > maxBacklog { maxBacklog = Int(due - next) }
+            if due - next > stats.maxBacklog { stats.maxBacklog = Int(due - next) }
             while next < due {
-                guard freeCount > 0 else { recorder.noteBlocked(); return nil }
+                guard freeCount > 0 else { stats.blocked += 1; return nil }
                 let slot = freeSlots[freeCount - 1]
                 let seq = pacer.global(local: next)
                 let phase: Phase = next < localWarmup ? .warmup : .measured
                 switch port.startRequest(slot: slot, sequence: seq, at: now) {
                 case .noStream:
-                    recorder.noteBlocked()
+                    stats.blocked += 1
                     return nil
                 case .oversize:
                     recorder.recordOversize(phase)
                 case .started:
-                    freeCount -= 1
-                    occupy(slot, seq: seq, intended: pacer.intendedTime(local: next), sent: now, attempt: 0,
-                           phase: phase.rawValue)
-                    recorder.recordSent(phase, at: now)
-                    if phase == .measured { lastMeasuredSendNs = now }
+                    occupy(slot, InFlightRequest(sequence: seq, intended: pacer.intendedTime(local: next), sent: now,
+                                                 attempt: 0, phase: phase, cause: .connectionLost))
+                    recordSent(phase, at: now)
+                case .failed(let cause):
+                    recordSent(phase, at: now)
+                    recorder.recordTransportError(phase, cause: cause, at: now)
                 }
                 next += 1
             }
@@ -257,10 +286,13 @@ public final class DriverCore {
                 // No stream taken: the loop goes on until the time limit, which needs a fresh clock.
                 now = clock.now()
             case .started:
-                freeCount -= 1
-                occupy(slot, seq: seq, intended: now, sent: now, attempt: 0, phase: phase.rawValue)
-                recorder.recordSent(phase, at: now)
-                if phase == .measured { lastMeasuredSendNs = now }
+                occupy(slot, InFlightRequest(sequence: seq, intended: now, sent: now, attempt: 0, phase: phase,
+                                             cause: .connectionLost))
+                recordSent(phase, at: now)
+            case .failed(let cause):
+                recordSent(phase, at: now)
+                recorder.recordTransportError(phase, cause: cause, at: now)
+                now = clock.now()
             }
             closedCount += 1
             if phase == .measured { closedMeasured += 1 }
@@ -269,26 +301,29 @@ public final class DriverCore {
     }
 
     @inline(__always)
-    private func occupy(_ slot: Int32, seq: Int64, intended: UInt64, sent: UInt64, attempt: UInt8, phase: Int) {
+    private func recordSent(_ phase: Phase, at now: UInt64) {
+        recorder.recordSent(phase, at: now)
+        if phase == .measured { lastMeasuredSendNs = now }
+    }
+
+    @inline(__always)
+    private func occupy(_ slot: Int32, _ request: InFlightRequest) {
         let i = Int(slot)
-        precondition(!slotBusy[i], "slot \(slot) started twice")
-        slotBusy[i] = true
-        slotSequence[i] = seq; slotIntended[i] = intended; slotSent[i] = sent; slotAttempt[i] = attempt
-        slotPhase[i] = UInt8(phase)
-        if plan.capacity - freeCount > maxInFlight { maxInFlight = plan.capacity - freeCount }
+        precondition(!busy[i], "slot \(slot) started twice")
+        busy[i] = true
+        slots[i] = request
+        freeCount -= 1
+        if plan.capacity - freeCount > stats.maxInFlight { stats.maxInFlight = plan.capacity - freeCount }
     }
 
     @inline(__always)
     private func release(_ slot: Int32) {
         let i = Int(slot)
-        precondition(slotBusy[i], "slot \(slot) completed but not in flight")
-        slotBusy[i] = false
+        precondition(busy[i], "slot \(slot) completed but not in flight")
+        busy[i] = false
         freeSlots[freeCount] = slot
         freeCount += 1
     }
-
-    /// Global sequence number of the request in `slot` (valid while it is in flight).
-    public func sequence(inSlot slot: Int32) -> Int64 { slotSequence[Int(slot)] }
 
     /// Records the response of the request in `slot`: latency from its intended time, service time from
     /// its send; frees the slot. Call ``pump()`` afterwards.
@@ -299,57 +334,72 @@ public final class DriverCore {
     /// ``responded(slot:status:reason:)`` with the time the response arrived (monotonic ns, the same clock),
     /// as the transport stamped it when it read the bytes.
     public func responded(slot: Int32, status: Int, reason: Int, at now: UInt64) {
-        let i = Int(slot)
-        let phase = Phase(rawValue: Int(slotPhase[i]))!
-        recorder.recordResponse(phase, status: status, reason: reason,
-                                latencyNs: now > slotIntended[i] ? now - slotIntended[i] : 0,
-                                serviceNs: now > slotSent[i] ? now - slotSent[i] : 0, at: now)
+        let r = slots[Int(slot)]
+        recorder.recordResponse(r.phase, status: status, reason: reason,
+                                latencyNs: now > r.intended ? now - r.intended : 0,
+                                serviceNs: now > r.sent ? now - r.sent : 0, at: now)
         release(slot)
     }
 
-    /// The request in `slot` was cut off (stream reset, GOAWAY, connection lost): resent later with its
-    /// original intended time when retries remain, else counted as a transport error. Call ``pump()``.
-    public func failed(slot: Int32) {
-        let i = Int(slot)
-        let phase = Phase(rawValue: Int(slotPhase[i]))!
-        if Int(slotAttempt[i]) < plan.retries && !stopped {
-            let tail = (retryHead + retryCount) % plan.capacity
-            retrySequence[tail] = slotSequence[i]; retryIntended[tail] = slotIntended[i]
-            retryAttempt[tail] = slotAttempt[i]; retryPhase[tail] = slotPhase[i]
+    /// The request in `slot` was cut off (`cause`: stream reset, GOAWAY, connection lost): resent later
+    /// with its original intended time when retries remain, else counted as a transport error. Call
+    /// ``pump()``.
+    public func failed(slot: Int32, cause: TransportErrorCause) {
+        var r = slots[Int(slot)]
+        if Int(r.attempt) < plan.retries && !stopped {
+            r.cause = cause
+            retryRing[(retryHead + retryCount) % plan.capacity] = r
             retryCount += 1
         } else {
-            recorder.recordTransportError(phase, at: clock.now())
+            recorder.recordTransportError(r.phase, cause: cause, at: clock.now())
         }
         release(slot)
     }
 
-    /// Ends the schedule on a time limit (closed loop) or leaves it running; call on the housekeeping tick.
-    /// Returns true while requests remain to be sent or answered.
-    public func tick() -> Bool {
+    /// The housekeeping rules, once a millisecond: publishes the live figures, ends a closed loop's time
+    /// limit, and decides when the run drains and ends. After the schedule the backlog and the answers
+    /// in flight get `plan.drainTimeoutNs`; after ``stop()`` at most ``DriverPlan/stopDrainNs`` of it;
+    /// an open loop still sending its backlog that long after its last intended time ends there (a
+    /// 10 s run against an overloaded target stays near 10 s plus the drain).
+    public func tick() -> TickAction {
         let now = clock.now()
         recorder.tick(at: now, inFlight: inFlight, backlog: backlog)
         if generating && pacer == nil && (now >= endNs || closedMeasured >= closedLimit) { generating = false }
         // After stop() nothing more is sent (resends included): only the streams in flight are waited for.
-        return inFlight > 0 || (!stopped && (generating || retryCount > 0))
+        let waiting = inFlight > 0 || (!stopped && (generating || retryCount > 0))
+        if drainDeadlineNs == 0, let pacer {
+            let last = pacer.intendedTime(global: max(0, plan.totalRequests - 1))
+            if now > last && now - last > plan.drainTimeoutNs { drainDeadlineNs = now }
+        }
+        var action = TickAction.run
+        if !generating && drainDeadlineNs == 0 {
+            drainDeadlineNs = now + plan.drainTimeoutNs
+            action = .stopPacing
+        }
+        if !waiting || (drainDeadlineNs != 0 && now >= drainDeadlineNs) { return .finish }
+        return action
     }
 
-    /// Stops generating: the backlog will be counted as not sent. For Ctrl-C and a lost target.
+    /// Stops generating: the backlog will be counted as not sent, and the run waits at most
+    /// ``DriverPlan/stopDrainNs`` more for the answers in flight. For Ctrl-C, a lost target, no tokens left.
     public func stop() {
+        guard !stopped else { return }
         stopped = true
+        let deadline = clock.now() + min(plan.drainTimeoutNs, DriverPlan.stopDrainNs)
+        if drainDeadlineNs == 0 || deadline < drainDeadlineNs { drainDeadlineNs = deadline }
     }
 
     /// Closes the books: requests still in flight become `unfinished`, the backlog `notSent`, queued
     /// resends transport errors. Call once, after the last event.
     public func finish() {
         let now = clock.now()
-        for i in 0..<plan.capacity where slotBusy[i] {
-            recorder.tallies[Int(slotPhase[i])].unfinished += 1
-            slotBusy[i] = false
-            freeSlots[freeCount] = Int32(i)
-            freeCount += 1
+        for i in 0..<plan.capacity where busy[i] {
+            recorder.tallies[slots[i].phase.rawValue].unfinished += 1
+            release(Int32(i))
         }
         while retryCount > 0 {
-            recorder.recordTransportError(Phase(rawValue: Int(retryPhase[retryHead]))!, at: now)
+            let r = retryRing[retryHead]
+            recorder.recordTransportError(r.phase, cause: r.cause, at: now)
             retryHead = (retryHead + 1) % plan.capacity
             retryCount -= 1
         }

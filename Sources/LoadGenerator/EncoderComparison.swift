@@ -112,7 +112,7 @@ public struct VariantRun {
     public var perRound: [RoundFigures] = []
 
     /// CPU seconds (user + system) of the driver threads during this variant's rounds.
-    public var driverCPUSeconds: Double { result.cpuUser + result.cpuSystem }
+    public var driverCPUSeconds: Double { result.stats.cpuUser + result.stats.cpuSystem }
 
     /// Driver-thread CPU seconds per million pushes: the client's cost that an encoder changes.
     public var cpuSecondsPerMillion: Double? {
@@ -161,7 +161,7 @@ public enum EncoderComparison {
                            progress: (LiveSnapshot, Double) -> Void = { _, _ in },
                            shouldStop: () -> Bool = { false }) throws(LoadRunError) -> EncoderComparisonResult {
         var runs = variants.map { v in
-            VariantRun(variant: v, result: emptyResult(), rounds: 0, pushes: 0, processCPUSeconds: 0,
+            VariantRun(variant: v, result: LoadResult(measuredStart: Date()), rounds: 0, pushes: 0, processCPUSeconds: 0,
                        gateway: gatewayStats == nil ? nil : GatewayStats())
         }
         var done: [ComparisonRound] = []
@@ -188,7 +188,7 @@ public enum EncoderComparison {
                 index: round.index,
                 achievedRPS: r.measuredSeconds > 0 ? Double(r.measured.completed) / r.measuredSeconds : 0,
                 p50: r.latency.valueAtPercentile(50), p99: r.latency.valueAtPercentile(99),
-                cpuSecondsPerMillion: pushes > 0 ? (r.cpuUser + r.cpuSystem) / Double(pushes) * 1e6 : nil))
+                cpuSecondsPerMillion: pushes > 0 ? (r.stats.cpuUser + r.stats.cpuSystem) / Double(pushes) * 1e6 : nil))
             run.result.absorb(r, first: run.rounds == 0)
             run.rounds += 1
             runs[round.variant] = run
@@ -199,13 +199,6 @@ public enum EncoderComparison {
             for i in runs.indices { runs[i].result.interrupted = true }
         }
         return EncoderComparisonResult(variants: runs, rounds: done, interrupted: interrupted)
-    }
-
-    static func emptyResult() -> LoadResult {
-        LoadResult(interrupted: false, measured: Tally(), warmup: Tally(), latency: .latencyMicroseconds(),
-                   serviceTime: .latencyMicroseconds(), intervals: [], measuredSeconds: 0, measuredStart: Date(),
-                   cpuUser: 0, cpuSystem: 0, maxBacklog: 0, blocked: 0, maxInFlight: 0, connectionsOpened: 0,
-                   goaways: 0, connectionsLost: 0, connectFailures: 0, peerMaxStreams: nil)
     }
 
     static func processCPU() -> Double {
@@ -222,29 +215,16 @@ extension LoadResult {
     mutating func absorb(_ r: LoadResult, first: Bool) {
         if first { measuredStart = r.measuredStart }
         let offset = Int(measuredSeconds.rounded(.down))
-        measured.merge(r.measured)
-        warmup.merge(r.warmup)
-        latency.add(r.latency)
-        serviceTime.add(r.serviceTime)
-        intervals += r.intervals.map { i in
-            var shifted = i
-            shifted.second += offset
-            return shifted
+        let shifted = r.intervals.map { i in
+            var moved = i
+            moved.second += offset
+            return moved
         }
+        merge(measured: r.measured, warmup: r.warmup, latency: r.latency, serviceTime: r.serviceTime,
+              intervals: shifted, stats: r.stats, concurrent: false)
         measuredSeconds += r.measuredSeconds
-        cpuUser += r.cpuUser
-        cpuSystem += r.cpuSystem
-        maxBacklog = max(maxBacklog, r.maxBacklog)
-        blocked += r.blocked
-        maxInFlight = max(maxInFlight, r.maxInFlight)
-        connectionsOpened += r.connectionsOpened
-        goaways += r.goaways
-        connectionsLost += r.connectionsLost
-        connectFailures += r.connectFailures
-        if let p = r.peerMaxStreams { peerMaxStreams = min(peerMaxStreams ?? p, p) }
         // The host's share, over this variant's rounds only: the steal of the minutes it ran in.
         if let s = r.stealSeconds { stealSeconds = (stealSeconds ?? 0) + s }
-        involuntarySwitches += r.involuntarySwitches
         if first { loadAverageAtStart = r.loadAverageAtStart }
         interrupted = interrupted || r.interrupted
     }

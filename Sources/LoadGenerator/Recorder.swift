@@ -45,8 +45,6 @@ public final class Recorder {
     public private(set) var intervals: [TimelineInterval] = []
     /// Live figures for the progress display.
     public let live: LiveCounters
-    /// Times the driver found no free stream for a due request.
-    public private(set) var blocked = 0
 
     // Timeline second being filled (measured requests only).
     private let intervalLatency = HdrHistogram.latencyMicroseconds()
@@ -147,15 +145,14 @@ public final class Recorder {
         live.completed.store(liveCompleted, ordering: .relaxed)
     }
 
-    @inline(__always) func recordTransportError(_ phase: Phase, at now: UInt64) {
+    @inline(__always) func recordTransportError(_ phase: Phase, cause: TransportErrorCause, at now: UInt64) {
         roll(now)
         tallies[phase.rawValue].transportErrors += 1
+        tallies[phase.rawValue].transportErrorsByCause[cause.rawValue] += 1
         if phase == .measured { secErrors += 1 }
         liveErrors += 1
         live.errors.store(liveErrors, ordering: .relaxed)
     }
-
-    @inline(__always) func noteBlocked() { blocked += 1 }
 
     func tick(at now: UInt64, inFlight: Int, backlog: Int) {
         roll(now)

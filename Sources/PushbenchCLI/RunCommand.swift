@@ -457,7 +457,7 @@ struct RunExecution {
         display.finish()
         let gatewayStats = gateway?.stop()
         if result.tokensExhausted {
-            printError("pushbench run: every token was answered as gone (\(result.prunedTokens) pruned); the run stopped early")
+            printError("pushbench run: every token was answered as gone (\(result.stats.pruned.count) pruned); the run stopped early")
         }
 
         let record = makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
@@ -501,8 +501,8 @@ struct RunExecution {
         record.latency = r.latency
         record.serviceTime = r.serviceTime
         record.intervals = r.intervals
-        record.cpuUserSeconds = r.cpuUser
-        record.cpuSystemSeconds = r.cpuSystem
+        record.cpuUserSeconds = r.stats.cpuUser
+        record.cpuSystemSeconds = r.stats.cpuSystem
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         record.maxRSSBytes = Int64(usage.ru_maxrss) * 1024
@@ -516,12 +516,12 @@ struct RunExecution {
                 ("not_sent", .int(Int64(m.notSent))),
                 ("oversize_not_sent", .int(Int64(m.oversizeNotSent))),
             ])),
-            ("backlog", .object([("max", .int(Int64(r.maxBacklog))), ("blocked", .int(Int64(r.blocked)))])),
-            ("in_flight_max", .int(Int64(r.maxInFlight))),
+            ("backlog", .object([("max", .int(Int64(r.stats.maxBacklog))), ("blocked", .int(Int64(r.stats.blocked)))])),
+            ("in_flight_max", .int(Int64(r.stats.maxInFlight))),
             ("connections", .object([
-                ("opened", .int(Int64(r.connectionsOpened))), ("goaways", .int(Int64(r.goaways))),
-                ("lost", .int(Int64(r.connectionsLost))), ("connect_failures", .int(Int64(r.connectFailures))),
-                ("peer_max_concurrent_streams", r.peerMaxStreams.map { .int(Int64($0)) } ?? .null),
+                ("opened", .int(Int64(r.stats.connections.opened))), ("goaways", .int(Int64(r.stats.connections.goaways))),
+                ("lost", .int(Int64(r.stats.connections.lost))), ("connect_failures", .int(Int64(r.stats.connections.connectFailures))),
+                ("peer_max_concurrent_streams", r.stats.connections.peerMaxStreams.map { .int(Int64($0)) } ?? .null),
             ])),
             ("cpu_process", .object([
                 ("user_s", .double(Self.seconds(usage.ru_utime))), ("sys_s", .double(Self.seconds(usage.ru_stime))),
@@ -531,11 +531,11 @@ struct RunExecution {
                 ("cpus", .int(Int64(sysconf(Int32(_SC_NPROCESSORS_ONLN))))),
                 ("load_average_1m_at_start", r.loadAverageAtStart.map { .double(($0 * 100).rounded() / 100) } ?? .null),
                 ("steal_ms", r.stealSeconds.map { .double(($0 * 1e6).rounded() / 1e3) } ?? .null),
-                ("driver_involuntary_switches", .int(Int64(r.involuntarySwitches))),
+                ("driver_involuntary_switches", .int(Int64(r.stats.involuntarySwitches))),
             ])),
         ]
         if options.tokenChurn != nil {
-            more.append(("pruned_tokens", .int(Int64(r.prunedTokens))))
+            more.append(("pruned_tokens", .int(Int64(r.stats.pruned.count))))
             more.append(("tokens_exhausted", .bool(r.tokensExhausted)))
         }
         if let g = gatewayStats {
@@ -613,9 +613,9 @@ struct RunExecution {
                      + " kept out of every figure here")
         }
         if options.tokenChurn != nil {
-            printOut("  tokens     pruned \(r.prunedTokens)\(r.tokensExhausted ? " (all: the run stopped)" : "")")
+            printOut("  tokens     pruned \(r.stats.pruned.count)\(r.tokensExhausted ? " (all: the run stopped)" : "")")
         }
-        printOut("  throughput \(f(record.achievedRPS, 1)) rps (\(target))  backlog max \(r.maxBacklog)"
+        printOut("  throughput \(f(record.achievedRPS, 1)) rps (\(target))  backlog max \(r.stats.maxBacklog)"
                  + "  client cpu \(f(record.cpuUserSeconds + record.cpuSystemSeconds, 2)) s")
         for (name, h) in [("latency   ", record.latency), ("service   ", record.serviceTime)] {
             let ms = { (v: Int64) in ProgressDisplay.milliseconds(Int(v)) }
@@ -624,7 +624,7 @@ struct RunExecution {
         }
         // The host's share of the tail, where a VM reports it: read p99 beside it.
         if let steal = r.stealSeconds {
-            printOut("  machine    steal \(f(steal * 1000, 0)) ms during the run  driver preemptions \(r.involuntarySwitches)"
+            printOut("  machine    steal \(f(steal * 1000, 0)) ms during the run  driver preemptions \(r.stats.involuntarySwitches)"
                      + (r.loadAverageAtStart.map { "  load \(f($0, 2)) at start" } ?? ""))
         }
     }

@@ -40,7 +40,7 @@ private final class RingPort: RequestPort {
                     let slot = port.take()
                     switch i % 10 {
                     case 0: core.responded(slot: slot, status: 400, reason: body.withUnsafeBytes { Reasons.index(inBody: $0) })
-                    case 1: core.failed(slot: slot)
+                    case 1: core.failed(slot: slot, cause: .connectionLost)
                     default: core.responded(slot: slot, status: 200, reason: 0)
                     }
                 }
@@ -77,7 +77,7 @@ import PushTransport
         config.streams = 32
         let core = DriverCore(plan: DriverPlan(rate: nil, durationNs: 600_000_000_000, capacity: 64),
                               clock: MonotonicClock.shared, recorder: Recorder())
-        var pool: ConnectionPool? = try ConnectionPool(loop: loop, config: config, core: core, thread: 0) { core.pump() }
+        var pool: ConnectionPool<APNsRequestBuilder>? = try ConnectionPool(loop: loop, config: config, core: core, thread: 0) { core.pump() }
         core.attach(pool!)
         pool!.connectAll()
         #expect(loop.run(until: { pool!.connectedCount == 2 }, timeoutNanoseconds: 10_000_000_000))

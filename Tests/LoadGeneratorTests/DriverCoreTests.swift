@@ -4,10 +4,10 @@ import PushMetrics
 
 @Suite struct DriverCoreTests {
     private func make(rate: Int?, streams: Int, warmupMs: UInt64 = 0, durationMs: UInt64 = 1_000, retries: Int = 0,
-                      requests: Int? = nil) -> (DriverCore, FakePort, ManualClock) {
+                      requests: Int? = nil, drainMs: UInt64 = 5_000) -> (DriverCore, FakePort, ManualClock) {
         let clock = ManualClock(1_000_000_000)
         let plan = DriverPlan(rate: rate, warmupNs: warmupMs * 1_000_000, durationNs: durationMs * 1_000_000,
-                              requests: requests, retries: retries, capacity: streams)
+                              requests: requests, retries: retries, drainTimeoutNs: drainMs * 1_000_000, capacity: streams)
         let core = DriverCore(plan: plan, clock: clock, recorder: Recorder())
         let port = FakePort(streams: streams)
         core.attach(port)
@@ -61,7 +61,7 @@ import PushMetrics
         clock.advance(10_000_000)
         core.pump()
         #expect(core.backlog == 10)           // requests 1...10 are due, none could go
-        #expect(core.maxBacklog == 10)
+        #expect(core.stats.maxBacklog == 10)
         core.responded(slot: port.takeOldest(), status: 200, reason: 0)
         core.pump()                           // request 1 goes out at 10 ms, intended at 1 ms
         #expect(port.started == [0, 1])
@@ -75,7 +75,7 @@ import PushMetrics
         #expect(s.min == s.lowestEquivalentValue(100))              // ... but only 100 µs of service
         #expect(s.max == s.highestEquivalentValue(10_000))
         // Drain the rest; every due request is sent exactly once and answered.
-        while core.tick() {
+        while core.tick() != .finish {
             clock.advance(100_000)
             core.pump()
             if !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
@@ -101,11 +101,11 @@ import PushMetrics
         #expect(port.inFlight.count == 4)
         #expect(port.started == [0, 1, 2, 3, 4])
         clock.advance(20_000_000)
-        #expect(core.tick())          // schedule over, 4 still in flight
+        #expect(core.tick() != .finish)          // schedule over, 4 still in flight
         core.pump()
         #expect(port.started.count == 5)
         while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
-        #expect(!core.tick())
+        #expect(core.tick() == .finish)
         core.finish()
         #expect(core.recorder.measured.sent == 5 && core.recorder.measured.check())
         // Closed loop has no schedule to be late for: latency equals service time.
@@ -118,7 +118,7 @@ import PushMetrics
         core.begin(at: clock.time)
         var step = 0
         let t0 = clock.time
-        while core.tick() && step < 153 {
+        while core.tick() != .finish && step < 153 {
             step += 1
             clock.advance(37_000)
             core.pump()
@@ -128,7 +128,7 @@ import PushMetrics
             if step % 5 == 0, !port.inFlight.isEmpty {
                 core.responded(slot: port.takeOldest(), status: 410, reason: Reasons.index(of: "Unregistered"))
             }
-            if step % 7 == 0, !port.inFlight.isEmpty { core.failed(slot: port.takeOldest()) }
+            if step % 7 == 0, !port.inFlight.isEmpty { core.failed(slot: port.takeOldest(), cause: .connectionLost) }
             if step == 149 { core.stop() }
         }
         core.finish()
@@ -154,7 +154,7 @@ import PushMetrics
         core.begin(at: t0)
         core.pump()
         clock.advance(5_000_000)
-        core.failed(slot: port.takeOldest())
+        core.failed(slot: port.takeOldest(), cause: .connectionLost)
         core.pump()
         #expect(port.started == [0, 0])
         clock.advance(1_000_000)
@@ -162,14 +162,185 @@ import PushMetrics
         #expect(core.recorder.latency.max == core.recorder.latency.highestEquivalentValue(6_000))
         #expect(core.recorder.measured.retries == 1 && core.recorder.measured.sent == 1)
     }
+
+    // MARK: Resends and refusals
+
+    @Test func aResendAnsweredOversizeEndsAsTheFailureThatCutItOffAndHoldsNoSlot() {
+        let (core, port, clock) = make(rate: 1_000, streams: 2, durationMs: 1, retries: 1)
+        core.begin(at: clock.time)
+        core.pump()
+        #expect(port.started == [0])
+        // Pruning moved the resend to a longer token: its payload is now over the limit.
+        port.oversize = [0]
+        core.failed(slot: port.takeOldest(), cause: .connectionLost)
+        core.pump()
+        let m = core.recorder.measured
+        #expect(core.inFlight == 0)
+        #expect(m.retries == 0, "no resend went out")
+        #expect(m.transportErrors == 1 && m.transportErrorsByCause[TransportErrorCause.connectionLost.rawValue] == 1)
+        #expect(m.oversizeNotSent == 0)
+        // Nothing is left to wait for: the run ends at once instead of at the drain deadline.
+        clock.advance(1_000_000)
+        #expect(core.tick() == .finish)
+        core.finish()
+        #expect(core.recorder.measured.unfinished == 0 && core.recorder.measured.check())
+    }
+
+    @Test func aRefusedSubmissionIsATransportErrorByCauseAndTheScheduleGoesOn() {
+        let (core, port, clock) = make(rate: 1_000, streams: 4, durationMs: 5, retries: 2)
+        port.refused = [2: .submitFailed, 3: .encodeFailed]
+        core.begin(at: clock.time)
+        clock.advance(4_000_000)
+        core.pump()
+        // Not back-pressure: the requests after the refused ones went out in the same pump.
+        #expect(port.started == [0, 1, 4])
+        let m = core.recorder.measured
+        #expect(m.sent == 5 && m.transportErrors == 2 && m.retries == 0)
+        #expect(m.transportErrorsByCause[TransportErrorCause.submitFailed.rawValue] == 1)
+        #expect(m.transportErrorsByCause[TransportErrorCause.encodeFailed.rawValue] == 1)
+        #expect(m.transportErrorCauseCounts == ["submit_failed": 1, "encode_failed": 1])
+        while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+        #expect(core.tick() == .finish)
+        core.finish()
+        #expect(core.recorder.measured.check())
+    }
+
+    @Test func aResendTheTransportRefusesIsCountedOnceAndNotAsAResend() {
+        let (core, port, clock) = make(rate: 1_000, streams: 2, durationMs: 1, retries: 3)
+        core.begin(at: clock.time)
+        core.pump()
+        port.refused = [0: .submitFailed]
+        core.failed(slot: port.takeOldest(), cause: .refused)
+        core.pump()
+        let m = core.recorder.measured
+        #expect(core.inFlight == 0 && m.retries == 0)
+        #expect(m.transportErrors == 1 && m.transportErrorsByCause[TransportErrorCause.submitFailed.rawValue] == 1)
+        #expect(m.check())
+    }
+
+    @Test func aClosedLoopGoesOnPastRefusedSubmissionsToItsRequestCount() {
+        let (core, port, clock) = make(rate: nil, streams: 2, requests: 6)
+        port.refused = [0: .submitFailed, 1: .submitFailed, 2: .submitFailed]
+        core.begin(at: clock.time)
+        core.pump()
+        #expect(port.started == [3, 4])
+        while !port.inFlight.isEmpty {
+            core.responded(slot: port.takeOldest(), status: 200, reason: 0)
+            core.pump()
+        }
+        #expect(port.started == [3, 4, 5])
+        #expect(core.tick() == .finish)
+        core.finish()
+        let m = core.recorder.measured
+        #expect(m.sent == 6 && m.completed == 3 && m.transportErrors == 3 && m.check())
+    }
+
+    // MARK: Drain and stop
+
+    @Test func afterTheScheduleTheRunWaitsTheDrainTimeoutForAnswersThenEnds() {
+        let (core, port, clock) = make(rate: 1_000, streams: 4, durationMs: 3, drainMs: 50)
+        core.begin(at: clock.time)
+        clock.advance(1_000_000)
+        core.pump()
+        #expect(core.generating && core.tick() == .run)
+        clock.advance(1_000_000)
+        #expect(core.pump() == nil && !core.generating)
+        // The schedule is over: the pacing timer stops, once; one answer comes, one never does.
+        #expect(core.tick() == .stopPacing)
+        #expect(core.drainDeadlineNs == clock.time + 50_000_000)
+        core.responded(slot: port.takeOldest(), status: 200, reason: 0)
+        clock.advance(49_000_000)
+        #expect(core.tick() == .run)
+        clock.advance(1_000_000)
+        #expect(core.tick() == .finish)
+        core.finish()
+        let m = core.recorder.measured
+        #expect(m.sent == 3 && m.completed == 1 && m.unfinished == 2 && m.check())
+    }
+
+    @Test func withNothingInFlightTheRunEndsWithTheSchedule() {
+        let (core, port, clock) = make(rate: 1_000, streams: 4, durationMs: 2)
+        core.begin(at: clock.time)
+        clock.advance(1_000_000)
+        core.pump()
+        while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+        #expect(core.tick() == .finish)
+    }
+
+    @Test func aStopSendsNothingMoreAndWaitsAtMostASecondForAnswers() {
+        let (core, port, clock) = make(rate: 1_000, streams: 4, durationMs: 1_000, retries: 1)
+        core.begin(at: clock.time)
+        clock.advance(2_000_000)
+        core.pump()
+        core.failed(slot: port.takeOldest(), cause: .connectionLost)   // would be resent, but the run stops
+        core.stop()
+        let stoppedAt = clock.time
+        #expect(core.drainDeadlineNs == stoppedAt + DriverPlan.stopDrainNs)
+        clock.advance(5_000_000)
+        #expect(core.pump() == nil)
+        #expect(port.started == [0, 1, 2])
+        #expect(core.tick() == .run)
+        clock.time = stoppedAt + DriverPlan.stopDrainNs
+        #expect(core.tick() == .finish)
+        core.finish()
+        let m = core.recorder.measured
+        // Everything due by the end that was not sent is counted so: the schedule's 1000 requests add up.
+        #expect(m.unfinished == 2 && m.transportErrors == 1 && m.notSent == 997 && m.retries == 0)
+        #expect(m.sent + m.notSent == 1_000 && m.check())
+    }
+
+    @Test func aStopDuringTheDrainShortensItButNeverLengthensIt() {
+        for (drainMs, stopAfterMs, shortened) in [(5_000 as UInt64, 100 as UInt64, true), (300, 200, false)] {
+            let (core, port, clock) = make(rate: 1_000, streams: 4, durationMs: 1, drainMs: drainMs)
+            core.begin(at: clock.time)
+            core.pump()
+            #expect(core.tick() == .stopPacing)
+            let deadline = clock.time + drainMs * 1_000_000
+            #expect(core.drainDeadlineNs == deadline)
+            clock.advance(stopAfterMs * 1_000_000)
+            core.stop()
+            #expect(core.drainDeadlineNs == (shortened ? clock.time + DriverPlan.stopDrainNs : deadline))
+            #expect(port.inFlight.count == 1)
+        }
+    }
+
+    @Test func anOverloadedTargetsBacklogIsCutOffTheDrainTimeoutAfterTheLastIntendedTime() {
+        // One stream that is never answered: requests 1...9 wait in the backlog.
+        let (core, port, clock) = make(rate: 1_000, streams: 1, durationMs: 10, drainMs: 20)
+        let t0 = clock.time
+        core.begin(at: t0)
+        var last = TickAction.run
+        while clock.time <= t0 + 9_000_000 + 20_000_000 {
+            core.pump()
+            last = core.tick()
+            #expect(last == .run, "at \((clock.time - t0) / 1_000_000) ms")
+            clock.advance(1_000_000)
+        }
+        #expect(core.tick() == .finish)
+        core.finish()
+        let m = core.recorder.measured
+        #expect(port.started == [0])
+        #expect(m.sent == 1 && m.unfinished == 1 && m.notSent == 9 && m.check())
+    }
+
+    @Test func aClosedLoopEndsGeneratingAtItsTimeLimitOnATick() {
+        let (core, port, clock) = make(rate: nil, streams: 2, durationMs: 10)
+        core.begin(at: clock.time)
+        core.pump()
+        #expect(core.tick() == .run)
+        clock.advance(10_000_000)
+        #expect(core.tick() == .stopPacing && !core.generating)
+        while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+        #expect(core.tick() == .finish)
+    }
 }
 
 @Suite struct PathIndexingTests {
     @Test func pathIsIndexedOnlyWhenEveryTokensPathFitsHalfTheTable() {
         let apnsPath = "/3/device/".utf8.count + 64   // 74 bytes: 111 per HPACK entry
-        #expect(ConnectionPool.indexesPath(tokens: 1, pathLength: apnsPath))
-        #expect(ConnectionPool.indexesPath(tokens: 18, pathLength: apnsPath))    // 1998 bytes
-        #expect(!ConnectionPool.indexesPath(tokens: 19, pathLength: apnsPath))   // 2109 bytes
-        #expect(!ConnectionPool.indexesPath(tokens: 1000, pathLength: apnsPath))
+        #expect(APNsRequestBuilder.indexesPath(tokens: 1, pathLength: apnsPath))
+        #expect(APNsRequestBuilder.indexesPath(tokens: 18, pathLength: apnsPath))    // 1998 bytes
+        #expect(!APNsRequestBuilder.indexesPath(tokens: 19, pathLength: apnsPath))   // 2109 bytes
+        #expect(!APNsRequestBuilder.indexesPath(tokens: 1000, pathLength: apnsPath))
     }
 }

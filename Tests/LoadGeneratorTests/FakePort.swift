@@ -8,11 +8,14 @@ final class FakePort: RequestPort {
     /// The send time the core gave with each started request.
     var sentAt: [UInt64] = []
     var oversize: Set<Int64> = []
+    /// Sequences the transport refuses as they are handed over, and why.
+    var refused: [Int64: TransportErrorCause] = [:]
 
     init(streams: Int) { self.streams = streams }
 
     func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult {
         if oversize.contains(sequence) { return .oversize }
+        if let cause = refused[sequence] { return .failed(cause) }
         guard inFlight.count < streams else { return .noStream }
         inFlight.append((slot, sequence))
         started.append(sequence)

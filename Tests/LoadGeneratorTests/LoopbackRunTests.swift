@@ -54,7 +54,7 @@ import PushPayload
         #expect(r.measured.completed == 50)
         #expect(r.measured.check())
         #expect(r.serviceTime.min >= 20_000)
-        #expect(r.maxBacklog >= 10)
+        #expect(r.stats.maxBacklog >= 10)
         // The last request was due at 490 ms but could only go out after ~49 × 20 ms: ~0.5 s late.
         #expect(r.latency.max >= 300_000)
         #expect(r.latency.valueAtPercentile(90) > 5 * r.serviceTime.valueAtPercentile(50))
@@ -89,8 +89,8 @@ import PushPayload
         #expect(m.byReason[Reasons.index(of: "Unregistered")] > 0)
         #expect(m.byStatus[400] == m.byReason[Reasons.index(of: "BadDeviceToken")])
         #expect(m.transportErrors + w.transportErrors > 0)   // streams cut off by the dropped connections
-        #expect(r.connectionsLost > 0)
-        #expect(r.connectionsOpened > 2)                     // ... and the pool reconnected
+        #expect(r.stats.connections.lost > 0)
+        #expect(r.stats.connections.opened > 2)                     // ... and the pool reconnected
         // Everything the client counted as answered, the gateway received; it received nothing never sent.
         let answered = UInt64(m.completed + w.completed)
         #expect(answered <= stats.requests)
@@ -105,8 +105,8 @@ import PushPayload
         let m = r.measured
         #expect(m.check())
         #expect(m.sent == 600)
-        #expect(r.goaways > 0)
-        #expect(r.connectionsOpened > 2)
+        #expect(r.stats.connections.goaways > 0)
+        #expect(r.stats.connections.opened > 2)
         #expect(stats.goaways > 0)
         // A graceful GOAWAY lets the streams in flight finish; nothing is lost.
         #expect(m.completed + m.transportErrors == 600)
@@ -133,14 +133,14 @@ import PushPayload
         #expect(r.measured.sent > 16)
         #expect(r.measured.check())
         #expect(r.measured.unfinished == 0)
-        #expect(r.maxBacklog == 0)
+        #expect(r.stats.maxBacklog == 0)
     }
 
     @Test func peerStreamLimitCapsStreams() throws {
         let gw = try gateway(["--max-streams", "3", "--latency", "5ms"])
         defer { gw.stop() }
         let r = try LoadRun.run(configuration(gw, rate: nil, durationMs: 200, connections: 1, streams: 100))
-        #expect(r.peerMaxStreams == 3)
+        #expect(r.stats.connections.peerMaxStreams == 3)
         #expect(r.measured.check())
         #expect(r.measured.transportErrors == 0)   // never more streams than the peer allows
     }

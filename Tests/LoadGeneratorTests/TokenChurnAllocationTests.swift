@@ -21,7 +21,7 @@ import Testing
         config.pruneGoneTokens = true
         let core = DriverCore(plan: DriverPlan(rate: nil, durationNs: 600_000_000_000, capacity: 64),
                               clock: MonotonicClock.shared, recorder: Recorder())
-        var pool: ConnectionPool? = try ConnectionPool(loop: loop, config: config, core: core, thread: 0) { core.pump() }
+        var pool: ConnectionPool<APNsRequestBuilder>? = try ConnectionPool(loop: loop, config: config, core: core, thread: 0) { core.pump() }
         core.attach(pool!)
         pool!.connectAll()
         #expect(loop.run(until: { pool!.connectedCount == 2 }, timeoutNanoseconds: 10_000_000_000))
@@ -33,17 +33,17 @@ import Testing
         }
         // Warm up until some tokens are pruned, so the measured windows both prune and skip.
         #expect(serve(3_000))
-        #expect(loop.run(until: { pool!.prunedCount >= 50 }, timeoutNanoseconds: 30_000_000_000))
+        #expect(loop.run(until: { pool!.pruned.count >= 50 }, timeoutNanoseconds: 30_000_000_000))
         var best = Int.max
         for _ in 0..<3 {
-            let pruned0 = pool!.prunedCount
+            let pruned0 = pool!.pruned.count
             let n0 = loop.nghttp2Memory.allocations
             pb_alloc_reset()
             let ok = serve(2_000)
             let total = Int(pb_alloc_count())
             let nghttp2 = Int(loop.nghttp2Memory.allocations - n0)
             #expect(ok)
-            #expect(pool!.prunedCount > pruned0, "no token pruned in the window")
+            #expect(pool!.pruned.count > pruned0, "no token pruned in the window")
             best = min(best, total - nghttp2)
         }
         #expect(best <= 20, "\(best) allocations outside nghttp2 for 2000 requests")
@@ -51,29 +51,10 @@ import Testing
         // Each pruned token was refused once, and (closed loop, 64 in flight over 4000 tokens) sent to
         // again only if it was already in flight when its refusal came.
         let gone = core.recorder.measured.byReason[Reasons.unregistered]
-        let pruned = pool!.prunedCount
+        let pruned = pool!.pruned.count
         #expect(gone >= pruned && gone <= pruned + 64, "gone answers \(gone), pruned \(pruned)")
         pool!.release()
         pool = nil
         loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
-    }
-
-    /// With every token but one pruned, each pick lands on the one left, from any starting index
-    /// (the scan wraps over the bitset's padding bits).
-    @Test func skippingFindsTheLastLiveToken() throws {
-        let gateway = try EmbeddedGateway.start(GatewayConfiguration.parse([]))
-        defer { gateway.stop() }
-        let loop = try EventLoop()
-        defer { loop.close() }
-        for (count, live) in [(1, 0), (70, 0), (70, 69), (130, 64), (64, 63)] {
-            var config = LoadConfiguration(host: gateway.host, port: gateway.port, template: .defaultAPNs(),
-                                           tokens: DeviceTokens(synthetic: count, seed: 3))
-            config.pruneGoneTokens = true
-            let core = DriverCore(plan: DriverPlan(rate: nil, capacity: 8), clock: MonotonicClock.shared, recorder: Recorder())
-            let pool = try ConnectionPool(loop: loop, config: config, core: core, thread: 0) {}
-            for i in 0..<count where i != live { pool.prunedBits[i >> 6] |= UInt64(1) << UInt64(i & 63) }
-            for start in 0..<count { #expect(pool.nextLiveToken(from: start) == live, "count \(count) start \(start)") }
-            pool.release()
-        }
     }
 }

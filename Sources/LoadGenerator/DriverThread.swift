@@ -1,0 +1,203 @@
+import PushTransport
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// State shared by the main thread and the driver threads: start barrier, stop flag, live counters.
+final class SharedRunState: Sendable {
+    let live: [LiveCounters]
+    /// Threads whose connections are up (or could not be reached).
+    let ready = Atomic<Int>(0)
+    let unreachable = Atomic<Int>(0)
+    /// t0 for every thread (0 until the main thread sets it).
+    let startNs = Atomic<UInt64>(0)
+    /// Set by the main thread on Ctrl-C (or when a thread could not connect).
+    let stop = Atomic<Bool>(false)
+    let finished = Atomic<Int>(0)
+    /// Set by a driver thread that pruned every token (it also sets `stop`, so the others stop too).
+    let tokensExhausted = Atomic<Bool>(false)
+    let firstError = Mutex<String?>(nil)
+    let results: [ResultSlot]
+
+    init(threads: Int) {
+        live = (0..<threads).map { _ in LiveCounters() }
+        results = (0..<threads).map { _ in ResultSlot() }
+    }
+}
+
+/// What one driver thread hands back. Written once by its thread before it bumps `finished` (release),
+/// read by the main thread after seeing `finished` reach the thread count (acquire): the atomic orders
+/// the accesses, which the compiler cannot see, hence @unchecked.
+final class ResultSlot: @unchecked Sendable {
+    var recorder: Recorder?
+    var stats = DriverStats()
+    var lastMeasuredSendNs: UInt64 = 0
+}
+
+/// One driver thread: an event loop, a connection pool making `Builder`'s requests, a pacing timer and
+/// the ``DriverCore``.
+final class DriverThread<Builder: RequestBuilder> {
+    private enum State { case connecting, waiting, running, done }
+
+    private let config: LoadConfiguration
+    private let index: Int
+    private let shared: SharedRunState
+    private let loop: EventLoop
+    private let core: DriverCore
+    private var pool: ConnectionPool<Builder>!
+    private var pacing: PreciseTimer!
+    private var housekeeping: LoopTimer!
+    private var state = State.connecting
+    private var armedDeadline: UInt64 = 0
+    private var periodic = false
+    private var periodNs: UInt64 = 0
+    private let connectDeadline: UInt64
+
+    init(config: LoadConfiguration, index: Int, shared: SharedRunState) throws {
+        self.config = config
+        self.index = index
+        self.shared = shared
+        loop = try EventLoop()
+        let plan = DriverPlan(rate: config.rate, threads: config.threads, thread: index, warmupNs: config.warmupNs,
+                              durationNs: config.durationNs, requests: config.requests, retries: config.retries,
+                              drainTimeoutNs: config.drainTimeoutNs, capacity: config.connections * config.streams)
+        core = DriverCore(plan: plan, clock: MonotonicClock.shared, recorder: Recorder(live: shared.live[index]))
+        connectDeadline = MonotonicClock.nanoseconds() + config.connectTimeoutMilliseconds * 1_000_000 + 500_000_000
+        pool = try ConnectionPool<Builder>(loop: loop, config: config, core: core, thread: index) { [unowned self] in self.pump() }
+        core.attach(pool)
+        pool.onResponse = { [unowned self] in self.responded() }
+        pacing = try PreciseTimer(loop: loop) { [unowned self] _ in
+            if !self.periodic { self.armedDeadline = 0 }
+            self.pump()
+        }
+        housekeeping = LoopTimer(loop: loop) { [unowned self] in self.tick() }
+    }
+
+    /// Runs the thread's loop until its part of the run is over, then fills its result slot.
+    func run() {
+        pool.connectAll()
+        housekeeping.start(afterMilliseconds: 1, repeatMilliseconds: 1)
+        loop.run()
+        // Every object holding a libuv handle is released before the loop closes (their deinit closes the
+        // handle, which must not happen after EventLoop.close()); then the close callbacks run.
+        pacing = nil
+        housekeeping = nil
+        pool.release()
+        pool = nil
+        loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
+        loop.close()
+    }
+
+    // A response frees a stream. While the pacing timer is armed nothing waits for a stream (the last pump
+    // sent everything due), so the timer's next wakeup sends what falls due meanwhile, all in one batch
+    // per wakeup. Pumping here as well would send each request as it falls due, between wakeups: one
+    // writev here and one read + writev at the target per request, at 50k rps twice the syscalls and
+    // the CPU of batching per wakeup, for at most one quantum less lateness. With no timer armed (a
+    // request waits for a stream, retries are queued, the closed loop) the freed stream is refilled now.
+    @inline(__always) private func responded() {
+        if armedDeadline == 0 { pump() }
+    }
+
+    @inline(__always) private func pump() {
+        guard state == .running else { return }
+        let next = core.pump()
+        pool.endBatch()
+        if periodic {
+            // Blocked (every stream busy) or done: no point waking every interval; a response that frees a
+            // stream pumps again, and the timer restarts at the next intended time, in phase with the schedule.
+            if let next {
+                if armedDeadline == 0 {
+                    armedDeadline = next
+                    pacing.start(firstDeadline: next, intervalNanoseconds: periodNs)
+                }
+            } else if armedDeadline != 0 {
+                armedDeadline = 0
+                pacing.stop()
+            }
+        } else if let next, next != armedDeadline {
+            armedDeadline = next
+            pacing.start(firstDeadline: next, intervalNanoseconds: 0)
+        }
+    }
+
+    private func tick() {
+        let now = MonotonicClock.nanoseconds()
+        switch state {
+        case .connecting:
+            if pool.initialConnected > 0 {
+                state = .waiting
+                shared.ready.add(1, ordering: .acquiringAndReleasing)
+            } else if pool.initialFailed >= config.connections || now > connectDeadline {
+                shared.firstError.withLock { e in
+                    if e == nil { e = pool.firstError ?? "\(config.host):\(config.port): no HTTP/2 connection" }
+                }
+                shared.unreachable.add(1, ordering: .acquiringAndReleasing)
+                finish(started: false)
+            }
+        case .waiting:
+            if shared.stop.load(ordering: .acquiring) { finish(started: false); return }
+            let t0 = shared.startNs.load(ordering: .acquiring)
+            guard t0 != 0 else { return }
+            core.begin(at: t0)
+            state = .running
+            if let rate = config.rate {
+                // A periodic timerfd needs no re-arming per request when the thread's interval is a whole
+                // number of ns (50k rps: 20 µs); otherwise each deadline is armed exactly, one shot.
+                let perThread = UInt64(config.threads) * 1_000_000_000
+                let interval = perThread / UInt64(rate)
+                let quantum = config.effectiveQuantumNs(perThreadRate: Double(rate) / Double(config.threads))
+                if quantum > interval {
+                    periodic = true
+                    periodNs = quantum
+                } else if perThread % UInt64(rate) == 0 {
+                    periodic = true
+                    periodNs = interval
+                }
+            }
+            pump()
+        case .running:
+            if shared.stop.load(ordering: .relaxed) && !core.stopped { core.stop() }
+            if pool.tokensExhausted && !shared.tokensExhausted.load(ordering: .relaxed) {
+                // Nothing left to send to: this thread's core is stopped; stop the others as well.
+                shared.tokensExhausted.store(true, ordering: .relaxed)
+                shared.stop.store(true, ordering: .releasing)
+            }
+            switch core.tick() {
+            case .finish:
+                finish(started: true)
+                return
+            case .stopPacing:
+                if periodic { pacing.stop(); armedDeadline = 0 }
+            case .run:
+                break
+            }
+            pump()
+        case .done:
+            break
+        }
+    }
+
+    private func finish(started: Bool) {
+        guard state != .done else { return }
+        if started { core.finish() } else { core.recorder.end(at: MonotonicClock.nanoseconds()) }
+        state = .done
+        pacing.stop()
+        housekeeping.stop()
+        pool.closeAll()
+        var usage = rusage()
+        getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD (Linux; not exported to Swift)
+        var stats = core.stats
+        stats.cpuUser = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        stats.cpuSystem = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        stats.involuntarySwitches = Int(usage.ru_nivcsw)
+        stats.connections = pool.stats
+        stats.pruned = pool.pruned
+        let slot = shared.results[index]
+        slot.recorder = core.recorder
+        slot.stats = stats
+        slot.lastMeasuredSendNs = core.lastMeasuredSendNs
+        shared.finished.add(1, ordering: .acquiringAndReleasing)
+        loop.stop()
+    }
+}

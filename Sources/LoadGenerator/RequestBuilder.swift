@@ -1,0 +1,91 @@
+import PushPayload
+import PushTransport
+
+/// Builds one push protocol's requests for a ``ConnectionPool``: the header block every request shares
+/// and each request's own header values. The pool is generic over its builder, so every call is direct
+/// and specialized, with nothing boxed or allocated per request.
+protocol RequestBuilder {
+    /// A builder for `config`'s requests; throws when a header cannot be encoded.
+    init(config: LoadConfiguration) throws(HTTP2HeaderBlock.InvalidBlock)
+    /// The header block shared by every request.
+    var block: HTTP2HeaderBlock { get }
+    /// Writes the per-request fields of ``block`` for the request to token `tokenIndex`.
+    func writeHeaders(_ request: inout HTTP2RequestWriter, tokenIndex: Int, context: RequestContext)
+}
+
+extension RequestBuilder {
+    /// Fills `request`: its header values, then the payload `encoder` writes for `context`, in the stream's
+    /// slot (`inPlace`, sent without a copy) or copied by nghttp2. When the encoder cannot write the
+    /// payload, the body is given a length past the slot, so `submit` throws `.bodyTooLarge` and nothing
+    /// is sent.
+    @inline(__always)
+    func fill(_ request: inout HTTP2RequestWriter, tokenIndex: Int, context: RequestContext,
+              encoder: any PayloadEncoder, inPlace: Bool) {
+        writeHeaders(&request, tokenIndex: tokenIndex, context: context)
+        guard let n = encoder.encode(context, into: request.body) else {
+            request.setBodyLength(request.body.count + 1)
+            return
+        }
+        if inPlace {
+            request.setBodyLength(n)
+        } else {
+            request.copyBody(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(request.body)[0..<n]))
+        }
+    }
+}
+
+/// APNs: `POST /3/device/<token>` with `apns-topic`, `apns-push-type` and the optional headers fixed, and
+/// a fresh `apns-id` per request unless `--no-apns-id`.
+struct APNsRequestBuilder: RequestBuilder {
+    let block: HTTP2HeaderBlock
+    private let tokens: DeviceTokens
+    private let sendsApnsID: Bool
+
+    init(config: LoadConfiguration) throws(HTTP2HeaderBlock.InvalidBlock) {
+        var headers: [(String, String)] = [("apns-topic", config.topic), ("apns-push-type", config.pushType)]
+        if let p = config.priority { headers.append(("apns-priority", String(p))) }
+        if let e = config.expiration { headers.append(("apns-expiration", String(e))) }
+        if let c = config.collapseID { headers.append(("apns-collapse-id", c)) }
+        let pathLength = DeviceTokens.apnsPathPrefix.utf8CodeUnitCount + config.tokens.maxLength
+        block = try HTTP2HeaderBlock.request(
+            authority: config.authority, path: nil,
+            indexPath: Self.indexesPath(tokens: config.tokens.count, pathLength: pathLength),
+            headers: headers, perRequestHeaders: config.sendsApnsID ? ["apns-id"] : [])
+        tokens = config.tokens
+        sendsApnsID = config.sendsApnsID
+    }
+
+    /// Whether `:path` (one per token, `pathLength` bytes at most) is worth HPACK indexing: only when every
+    /// token's entry (32 bytes of HPACK overhead + name + value) fits in half the peer's default 4 KiB
+    /// table, so the paths stay there and each costs one byte after its first use. With more tokens an
+    /// indexed path is evicted before it recurs, and indexing only costs an insert and an eviction per
+    /// request on both ends.
+    static func indexesPath(tokens: Int, pathLength: Int) -> Bool {
+        tokens * (32 + ":path".utf8.count + pathLength) <= 2048
+    }
+
+    @inline(__always)
+    func writeHeaders(_ request: inout HTTP2RequestWriter, tokenIndex: Int, context: RequestContext) {
+        request.setValue(0, tokens.apnsPath(tokenIndex))
+        if sendsApnsID {
+            request.setValue(1, capacity: PushUUID.textLength) { out in
+                context.messageID.write(to: out.baseAddress!)
+                return PushUUID.textLength
+            }
+        }
+    }
+}
+
+/// FCM HTTP v1: `POST /v1/projects/<project>/messages:send`, every header fixed; the token is in the body.
+struct FCMRequestBuilder: RequestBuilder {
+    let block: HTTP2HeaderBlock
+
+    init(config: LoadConfiguration) throws(HTTP2HeaderBlock.InvalidBlock) {
+        block = try HTTP2HeaderBlock.request(
+            authority: config.authority, path: "/v1/projects/\(config.project)/messages:send",
+            headers: [("content-type", "application/json"), ("authorization", "Bearer pushbench")])
+    }
+
+    @inline(__always)
+    func writeHeaders(_ request: inout HTTP2RequestWriter, tokenIndex: Int, context: RequestContext) {}
+}
