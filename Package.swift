@@ -1,11 +1,11 @@
 // swift-tools-version:6.0
 // pushbench: load-testing and benchmark harness for HTTP/2 push notifications.
-// Only the toolchain and Debian's C libraries: no outside packages (design.md "Stack").
+// Only the toolchain and Debian's C libraries: no outside packages.
 import PackageDescription
 
-// The modules on the per-request path, in release builds only, skip the run-time exclusivity checks
-// (swift_beginAccess on every class-property mutation: ~4% of the client's CPU per request under a
-// profile). Debug builds, which the tests run, keep them, so an overlapping access still traps there.
+// The modules on the per-request path skip the run-time exclusivity checks in release builds: a check
+// costs a call on every class-property mutation (docs/loadgen.md "Hot path"). Debug builds, which the
+// tests run, keep them, so an overlapping access still traps there.
 let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 
 let package = Package(
@@ -22,27 +22,32 @@ let package = Package(
         // malloc interposer with thread-local counters; linked by tests and benchmarks only, never by pushbench.
         .target(name: "CAllocCounter"),
 
-        .target(name: "PushPayload", swiftSettings: hotPath),
-        .target(name: "PushMetrics", dependencies: ["CZlib"], swiftSettings: hotPath),
+        // The shared vocabulary: protocol names, the JSON core, the quantity parsers, the version. A leaf.
+        .target(name: "PushVocabulary", swiftSettings: hotPath),
+        .target(name: "PushPayload", dependencies: ["PushVocabulary"], swiftSettings: hotPath),
+        .target(name: "PushMetrics", dependencies: ["CZlib", "PushVocabulary"], swiftSettings: hotPath),
         .target(name: "PushTransport", dependencies: ["CUV", "CNGHTTP2"], swiftSettings: hotPath),
-        .target(name: "MockGateway", dependencies: ["PushTransport", "PushPayload"], swiftSettings: hotPath),
-        .target(name: "LoadGenerator", dependencies: ["PushTransport", "PushPayload", "PushMetrics", "MockGateway"], swiftSettings: hotPath),
-        .target(name: "PushbenchCLI", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushPayload", "PushTransport"]),
+        .target(name: "MockGateway", dependencies: ["PushTransport", "PushPayload", "PushVocabulary"], swiftSettings: hotPath),
+        .target(name: "LoadGenerator", dependencies: ["PushTransport", "PushPayload", "PushMetrics", "MockGateway", "PushVocabulary"],
+                swiftSettings: hotPath),
+        .target(name: "PushbenchCLI", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushPayload", "PushTransport",
+                                                     "PushVocabulary"]),
         .executableTarget(name: "pushbench", dependencies: ["PushbenchCLI"]),
 
         .target(name: "BenchmarkKit", dependencies: ["CAllocCounter"], path: "Benchmarks/BenchmarkKit"),
         .executableTarget(
             name: "PushBenchmarks",
-            dependencies: ["BenchmarkKit", "PushPayload", "PushMetrics", "PushTransport", "MockGateway", "LoadGenerator"],
+            dependencies: ["BenchmarkKit", "PushVocabulary", "PushPayload", "PushMetrics", "PushTransport", "MockGateway", "LoadGenerator"],
             path: "Benchmarks/PushBenchmarks"
         ),
 
-        .testTarget(name: "PushPayloadTests", dependencies: ["PushPayload", "CAllocCounter"]),
+        .testTarget(name: "PushVocabularyTests", dependencies: ["PushVocabulary", "CAllocCounter"]),
+        .testTarget(name: "PushPayloadTests", dependencies: ["PushPayload", "PushVocabulary", "CAllocCounter"]),
         .testTarget(name: "PushMetricsTests", dependencies: ["PushMetrics", "CAllocCounter"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "CAllocCounter"]),
-        .testTarget(name: "MockGatewayTests", dependencies: ["MockGateway", "PushTransport", "PushPayload", "CAllocCounter"]),
-        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "CAllocCounter"]),
-        .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI"]),
+        .testTarget(name: "MockGatewayTests", dependencies: ["MockGateway", "PushTransport", "PushPayload", "PushVocabulary", "CAllocCounter"]),
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushVocabulary", "CAllocCounter"]),
+        .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI", "PushVocabulary"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,6 +2,7 @@ import Foundation
 import MockGateway
 import PushMetrics
 import PushPayload
+import PushVocabulary
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,14 +82,10 @@ public enum ComparisonSchedule {
         return out
     }
 
-    /// Parses a round length (`250ms`, `1s`, `1.5s`, `2m`); nil when it is not one.
+    /// A positive duration with its unit (`250ms`, `1.5s`, `1m30s`) in ns; nil when the text is not one.
     public static func parseDuration(_ text: String) -> UInt64? {
-        let units: [(String, Double)] = [("ms", 1e6), ("us", 1e3), ("s", 1e9), ("m", 60e9)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            guard let v = Double(text.dropLast(suffix.count)), v > 0, v.isFinite else { return nil }
-            return UInt64(v * scale)
-        }
-        return nil
+        guard let d = try? Quantity.duration(text, bareNumber: .refused), d.nanoseconds > 0 else { return nil }
+        return UInt64(d.nanoseconds)
     }
 }
 

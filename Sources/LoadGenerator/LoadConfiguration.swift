@@ -1,4 +1,5 @@
 import PushPayload
+import PushVocabulary
 
 /// Everything a load run needs, resolved and validated (the CLI builds it from `RunOptions`).
 ///

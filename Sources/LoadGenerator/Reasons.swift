@@ -1,35 +1,32 @@
+import PushVocabulary
+
 /// The `reason` strings a push gateway answers with (APNs) and FCM's `errorCode`s, as a fixed table
 /// so a response's reason is counted by index, with no String made per response.
 public enum Reasons {
     /// Index 0 is "no reason" (a success, or an error body without one); the last index is "Other".
-    public static let names: [String] = [
-        "",
-        // APNs (push-protocols.md §1.6)
-        "BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
-        "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken",
-        "MissingTopic", "PayloadEmpty", "TopicDisallowed", "BadCertificate", "BadCertificateEnvironment",
-        "ExpiredProviderToken", "Forbidden", "InvalidProviderToken", "MissingProviderToken",
-        "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken", "BadPath", "MethodNotAllowed", "ExpiredToken",
-        "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests",
-        "InternalServerError", "ServiceUnavailable", "Shutdown",
-        // FCM errorCode (push-protocols.md §3.3)
-        "UNSPECIFIED_ERROR", "INVALID_ARGUMENT", "THIRD_PARTY_AUTH_ERROR", "SENDER_ID_MISMATCH", "UNREGISTERED",
-        "QUOTA_EXCEEDED", "INTERNAL", "UNAVAILABLE", "APNS_AUTH_ERROR",
-        "Other",
-    ]
+    public static let names: [String] = [""] + APNsReason.allCases.map(\.rawValue)
+        + FCMErrorCode.allCases.map(\.rawValue) + FCMErrorCode.otherNames + ["Other"]
     /// Number of reason slots.
     public static var count: Int { names.count }
     /// Index of "Other": a reason not in the table.
     public static var other: Int { names.count - 1 }
     /// Index of "PayloadTooLarge" (counted locally for oversize payloads that are not sent).
-    public static let payloadTooLarge: Int = names.firstIndex(of: "PayloadTooLarge")!
+    public static let payloadTooLarge = index(of: APNsReason.payloadTooLarge)
 
     /// Index of APNs "Unregistered" (410: the token is no longer valid).
-    public static let unregistered: Int = names.firstIndex(of: "Unregistered")!
+    public static let unregistered = index(of: APNsReason.unregistered)
     /// Index of APNs "ExpiredToken" (410).
-    public static let expiredToken: Int = names.firstIndex(of: "ExpiredToken")!
+    public static let expiredToken = index(of: APNsReason.expiredToken)
     /// Index of FCM "UNREGISTERED" (404).
-    public static let fcmUnregistered: Int = names.firstIndex(of: "UNREGISTERED")!
+    public static let fcmUnregistered = index(of: FCMErrorCode.unregistered)
+
+    /// The index of an APNs reason.
+    public static func index(of reason: APNsReason) -> Int { 1 + Int(reason.code) }
+
+    /// The index of an FCM error code.
+    public static func index(of code: FCMErrorCode) -> Int { 1 + apnsCount + Int(code.code) }
+
+    private static let apnsCount = APNsReason.allCases.count
 
     /// Whether an answer says the device token is gone, so a provider should stop sending to it:
     /// APNs 410 Unregistered/ExpiredToken, FCM 404 UNREGISTERED.

@@ -1,3 +1,5 @@
+import PushVocabulary
+
 /// A small, fast, seedable random generator (SplitMix64): the same seed gives the same sequence.
 public struct SeededRandom: Sendable {
     private var state: UInt64

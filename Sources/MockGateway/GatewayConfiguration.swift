@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// A bad gateway option or scenario file: one line naming the option (or the file and field) and why.
 public struct GatewayConfigurationError: Error, Equatable, CustomStringConvertible {
@@ -205,7 +206,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
         case "--fail":
             guard let eq = value.firstIndex(of: "=") else { throw fail("is not REASON=FRACTION") }
             let reasonName = String(value[..<eq])
-            guard let reason = APNsReason(name: reasonName) else {
+            guard let reason = APNsReason(rawValue: reasonName) else {
                 throw GatewayConfigurationError("\(name): '\(reasonName)' is not an APNs reason (e.g. InternalServerError)")
             }
             let fraction = try Self.fraction(String(value[value.index(after: eq)...]), name)
@@ -231,7 +232,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
             guard s > 0 else { throw fail("must be more than 0") }
             goawayAfterSeconds = s
         case "--goaway-reason":
-            guard let r = APNsReason(name: value) else { throw fail("is not an APNs reason (e.g. Shutdown)") }
+            guard let r = APNsReason(rawValue: value) else { throw fail("is not an APNs reason (e.g. Shutdown)") }
             goawayReason = r
         case "--drop-rate": dropRate = try Self.fraction(value, name)
         case "--drop-after-streams": dropAfterStreams = try Self.integer(value, name, 1...Int.max)
@@ -276,34 +277,28 @@ public struct GatewayConfiguration: Equatable, Sendable {
     }
 
     static func fraction(_ text: String, _ name: String) throws(GatewayConfigurationError) -> Double {
-        var t = Substring(text)
-        var scale = 1.0
-        if t.hasSuffix("%") { t = t.dropLast(); scale = 0.01 }
-        guard let v = Double(t), v.isFinite, v * scale >= 0, v * scale <= 1 else {
-            throw GatewayConfigurationError("\(name): '\(text)' is not a fraction between 0 and 1 (or 0%...100%)")
+        do throws(QuantityError) { return try Quantity.fraction(text) } catch {
+            throw GatewayConfigurationError("\(name): \(error.message)")
         }
-        return v * scale
     }
 
     static func duration(_ text: String, _ name: String) throws(GatewayConfigurationError) -> Double {
-        guard let nanos = durationNanos(text) else {
-            throw GatewayConfigurationError("\(name): '\(text)' is not a duration (e.g. 500us, 2ms, 1.5s)")
+        let d: ParsedDuration
+        do throws(QuantityError) { d = try Quantity.duration(text) } catch {
+            throw GatewayConfigurationError("\(name): \(error.message)")
         }
+        guard let nanos = wholeNanos(d) else { throw GatewayConfigurationError("\(name): '\(text)' is not under an hour") }
         return Double(nanos) / 1e9
     }
 
-    /// `2ms`, `500us`, `1.5s`, `100ns`, `1m`, or a bare number of seconds.
+    /// A duration under an hour in whole ns (``Quantity/duration(_:bareNumber:)``: `2ms`, `500us`, `1.5s`,
+    /// `1m30s`, or a bare number of seconds); nil when the text is not one.
     static func durationNanos(_ text: String) -> UInt64? {
-        let units: [(String, Double)] = [("ns", 1), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9)]
-        var number = Substring(text)
-        var scale = 1e9
-        for (suffix, factor) in units where text.hasSuffix(suffix) {
-            number = text.dropLast(suffix.count)
-            scale = factor
-            break
-        }
-        guard let v = Double(number), v.isFinite, v >= 0, v * scale < 3.6e12 else { return nil }
-        return UInt64((v * scale).rounded())
+        (try? Quantity.duration(text)).flatMap(wholeNanos)
+    }
+
+    private static func wholeNanos(_ d: ParsedDuration) -> UInt64? {
+        d.nanoseconds < 3.6e12 ? UInt64(d.nanoseconds.rounded()) : nil
     }
 
     /// `2ms` (fixed), `1ms-5ms` (uniform), `p50=1ms,p99=10ms,p100=20ms` (percentiles), `0` or `none`.
@@ -432,7 +427,7 @@ private struct ScenarioReader {
         if let v = o["failures"] {
             c.failures = []
             for (name, rate) in try object(v, "failures").sorted(by: { $0.key < $1.key }) {
-                guard let reason = APNsReason(name: name) else {
+                guard let reason = APNsReason(rawValue: name) else {
                     throw error("failures.\(name)", "not an APNs reason (e.g. InternalServerError)")
                 }
                 c.failures.append(FailureRate(reason: reason, fraction: try fraction(rate, "failures.\(name)")))
@@ -466,7 +461,7 @@ private struct ScenarioReader {
                 c.goawayAfterSeconds = d
             }
             if let s = g["reason"] {
-                guard let name = s as? String, let r = APNsReason(name: name) else {
+                guard let name = s as? String, let r = APNsReason(rawValue: name) else {
                     throw error("goaway.reason", "must be an APNs reason string (e.g. \"Shutdown\")")
                 }
                 c.goawayReason = r

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import PushTransport
+import PushVocabulary
 import Synchronization
 
 /// The gateway's event loops: one thread per loop, each with an `HTTP2Server` on the same port
@@ -175,7 +176,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
         var bytes: [UInt8] = []
         for reason in APNsReason.allCases {
             let start = bytes.count
-            bytes += Array("{\"reason\":\"\(reason.name)\"}".utf8)
+            bytes += Array("{\"reason\":\"\(reason.rawValue)\"}".utf8)
             reasonRanges.append(start..<bytes.count)
         }
         reasonBodies = .allocate(byteCount: bytes.count, alignment: 1)
@@ -193,7 +194,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
     }
 
     @inline(__always) func reasonBody(_ r: APNsReason) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(rebasing: reasonBodies[reasonRanges[Int(r.rawValue)]])
+        UnsafeRawBufferPointer(rebasing: reasonBodies[reasonRanges[Int(r.code)]])
     }
 
     /// The body of loop thread `index`: listen, report to `startup`, run until stopped, shut down gracefully.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import PushPayload
+import PushVocabulary
 
 /// What the gateway answers to one request, decided by ``GatewayStateMachine``.
 public struct GatewayResponse: Equatable, Sendable {
@@ -177,7 +178,7 @@ public struct GatewayStateMachine {
                 u -= f.fraction
             }
         }
-        counters.countResponse(status: response.status, reasonCode: response.reason?.rawValue)
+        counters.countResponse(status: response.status, reasonCode: response.reason?.code)
 
         if configuration.dropStreamsOnError {
             if response.status != 200, connection.advertisedMaxStreams != 1 {
@@ -254,7 +255,7 @@ public struct GatewayStateMachine {
         }
         var isVoIP = false
         if let pushType = request.pushType {
-            guard let kind = Self.pushType(pushType) else { return .invalidPushType }
+            guard let kind = APNsPushType(headerValue: pushType) else { return .invalidPushType }
             isVoIP = kind == .voip
         }
         if checkPath {
@@ -270,23 +271,6 @@ public struct GatewayStateMachine {
         // Apple documents no reason for a body that is not a JSON object; PayloadEmpty is the closest of
         // its strings (clients turn unknown reasons into errors), see docs/gateway.md.
         if checkJSON, JSON.topLevelKind(body) != .object { return .payloadEmpty }
-        return nil
-    }
-
-    enum PushType { case voip, other }
-
-    @inline(__always)
-    static func pushType(_ v: UnsafeRawBufferPointer) -> PushType? {
-        switch v.count {
-        case 3: if equals(v, "mdm") { return .other }
-        case 4: if equals(v, "voip") { return .voip }
-        case 5: if equals(v, "alert") { return .other }
-        case 7: if equals(v, "widgets") { return .other }
-        case 8: if equals(v, "location") { return .other }
-        case 10: if equals(v, "background") || equals(v, "pushtotalk") { return .other }
-        case 12: if equals(v, "complication") || equals(v, "fileprovider") || equals(v, "liveactivity") { return .other }
-        default: break
-        }
         return nil
     }
 }

@@ -1,3 +1,4 @@
+import PushVocabulary
 import Synchronization
 
 /// What the gateway has seen so far: the numbers `GET /stats` answers, summed over every event loop.
@@ -105,7 +106,7 @@ public final class GatewayCounters: Sendable {
         add(Self.bytesInSlot, UInt64(bodyBytes))
     }
 
-    /// Counts one response with `status` and, for an error, its reason code (``APNsReason/rawValue``).
+    /// Counts one response with `status` and, for an error, its reason code (``APNsReason/code``).
     @inline(__always)
     public func countResponse(status: UInt16, reasonCode: UInt8?) {
         let s = Int(status)
@@ -143,7 +144,7 @@ public final class GatewayCounters: Sendable {
     }
 
     private func reasonName(_ code: UInt8) -> String {
-        APNsReason(rawValue: code)?.name ?? "reason-\(code)"
+        APNsReason(code: code)?.rawValue ?? "reason-\(code)"
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// A run read back from disk: its summary.json and, when the folder has them, the interval
 /// histograms and timeline, reassembled into a ``RunRecord``.
@@ -38,7 +39,7 @@ public struct LoadedRun {
         let startedAt = summary["started_at"]?.string.flatMap(ResultsWriter.parseISO8601) ?? Date(timeIntervalSince1970: 0)
         var r = RunRecord(label: label(fromRunID: runID), startedAt: startedAt,
                           config: RunConfig(json: summary["config"]!),
-                          version: summary["version"]?.string ?? PushMetricsInfo.version)
+                          version: summary["version"]?.string ?? PushbenchVersion.current)
         r.counts = RequestCounts(json: summary["requests"]!)
         r.measuredSeconds = summary.value(atPath: "throughput.measured_s")?.number
             ?? summary.value(atPath: "config.duration_s")?.number ?? 0

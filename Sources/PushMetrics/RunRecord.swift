@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// Everything a finished run measured: what the load generator hands to ``ResultsWriter``.
 ///
@@ -46,7 +47,7 @@ public struct RunRecord {
     public var extra: [(String, JSONValue)]
 
     /// A record with empty histograms and zero counts.
-    public init(label: String, startedAt: Date, config: RunConfig, version: String = PushMetricsInfo.version) {
+    public init(label: String, startedAt: Date, config: RunConfig, version: String = PushbenchVersion.current) {
         self.label = label
         self.startedAt = startedAt
         self.version = version
@@ -67,12 +68,6 @@ public struct RunRecord {
     public var achievedRPS: Double {
         measuredSeconds > 0 ? Double(counts.completed) / measuredSeconds : 0
     }
-}
-
-/// Version information of this module's output.
-public enum PushMetricsInfo {
-    /// Version written into summary.json and the .hlog comment.
-    public static let version = "0.1.0"
 }
 
 /// The run configuration as summary.json "config" reports it.

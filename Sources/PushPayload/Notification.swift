@@ -2,28 +2,7 @@
 // (APNs request headers). A notification renders to template JSON, so the model, the template
 // files and the three encoders share one path.
 
-/// `apns-push-type` values (push-protocols.md §1.3, §2.5).
-public enum APNsPushType: String, Sendable, CaseIterable {
-    /// The push types APNs knows.
-    case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets
-
-    /// The suffix the `apns-topic` carries for this push type (after the bundle id).
-    public var topicSuffix: String {
-        switch self {
-        case .alert, .background, .mdm: return ""
-        case .location: return ".location-query"
-        case .voip: return ".voip"
-        case .complication: return ".complication"
-        case .fileprovider: return ".pushkit.fileprovider"
-        case .liveactivity: return ".push-type.liveactivity"
-        case .pushtotalk: return ".voip-ptt"
-        case .widgets: return ".push-type.widgets"
-        }
-    }
-
-    /// The payload size limit for this push type.
-    public var payloadLimit: Int { PayloadLimits.apns(self) }
-}
+import PushVocabulary
 
 /// The APNs request headers a provider sends beside the payload.
 public struct APNsHeaders: Sendable, Equatable {

@@ -9,6 +9,7 @@
 // key order.
 
 import Foundation
+import PushVocabulary
 
 /// An error in a payload template, with where it is and why.
 public struct TemplateError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import PushVocabulary
+
 /// A command-line mistake: printed as one line naming the option or value, exit status 2.
 public struct UsageError: Error, Equatable, CustomStringConvertible {
     /// What was wrong, naming the option and the value (e.g. `--rps: 'fast' is not a number or 'max'`).
@@ -134,19 +136,13 @@ public enum ValueParser {
         return n
     }
 
-    /// A duration in seconds: `10s`, `500ms`, `250us`, `2m`, `1h`, or a bare number of seconds.
+    /// A duration in seconds (``Quantity/duration(_:bareNumber:)``: `10s`, `500ms`, `1m30s`, or a bare
+    /// number of seconds).
     public static func duration(_ text: String, option: String) throws(UsageError) -> Double {
-        let units: [(String, Double)] = [("ms", 1e-3), ("us", 1e-6), ("s", 1), ("m", 60), ("h", 3600)]
-        var number = Substring(text)
-        var scale = 1.0
-        for (suffix, factor) in units where text.hasSuffix(suffix) {
-            number = text.dropLast(suffix.count)
-            scale = factor
-            break
+        do throws(QuantityError) {
+            return try Quantity.duration(text).seconds
+        } catch {
+            throw UsageError("\(option): \(error.message)")
         }
-        guard let value = Double(number), value.isFinite, value >= 0 else {
-            throw UsageError("\(option): '\(text)' is not a duration (use e.g. 10s, 500ms, 2m)")
-        }
-        return value * scale
     }
 }

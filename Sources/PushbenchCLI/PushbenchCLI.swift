@@ -1,13 +1,11 @@
 import Foundation
+import PushVocabulary
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Entry point of the `pushbench` command: parses arguments, runs a subcommand, returns the exit status.
 public enum PushbenchMain {
-    /// pushbench's version, printed by `--version` and written into summary.json.
-    public static let version = "0.1.0"
-
     /// Every subcommand; `run` is the default when the first argument is an option or absent.
     public static var commands: [any PushbenchCommand.Type] { [
         RunCommand.self, GatewayCommand.self, CompareCommand.self, MergeCommand.self, ReportCommand.self,
@@ -23,7 +21,7 @@ public enum PushbenchMain {
                 printOut(overview)
                 return 0
             }
-            if first == "--version" { printOut("pushbench \(version)"); return 0 }
+            if first == "--version" { printOut("pushbench \(PushbenchVersion.current)"); return 0 }
             if first == "help", rest.count >= 2 {
                 guard let named = commands.first(where: { $0.name == rest[1] }) else {
                     printError("pushbench: unknown subcommand '\(rest[1])' (see 'pushbench --help')")

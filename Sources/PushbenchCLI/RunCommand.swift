@@ -3,6 +3,7 @@ import LoadGenerator
 import MockGateway
 import PushMetrics
 import PushPayload
+import PushVocabulary
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -172,7 +173,7 @@ public struct RunCommand: PushbenchCommand {
             }
             o.target = target
         }
-        o.pushProtocol = try a.choice("--protocol", ["apns", "fcm"], default: "apns")
+        o.pushProtocol = try a.choice("--protocol", PushProtocol.allCases.map(\.rawValue), default: "apns")
         if let rps = a.value("--rps") {
             if rps == "max" {
                 o.rate = .max
@@ -216,10 +217,7 @@ public struct RunCommand: PushbenchCommand {
             guard !topic.isEmpty else { throw UsageError("--topic: must not be empty") }
             o.topic = topic
         }
-        o.pushType = try a.choice(
-            "--push-type",
-            ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets"],
-            default: "alert")
+        o.pushType = try a.choice("--push-type", APNsPushType.allCases.map(\.rawValue), default: "alert")
         if a.value("--priority") != nil {
             let p = try a.integer("--priority", default: 10, range: 1...10)
             guard [1, 5, 10].contains(p) else { throw UsageError("--priority: \(p) is not one of 10, 5, 1") }
@@ -495,7 +493,7 @@ struct RunExecution {
             target: options.target ?? "embedded", protocolName: options.pushProtocol, rps: config.rate,
             durationSeconds: options.requests == nil ? options.durationSeconds : nil, connections: options.connections,
             streams: options.streams, threads: options.threads, encoder: config.encoder.rawValue, extra: extra)
-        var record = RunRecord(label: label, startedAt: r.measuredStart, config: runConfig, version: PushbenchMain.version)
+        var record = RunRecord(label: label, startedAt: r.measuredStart, config: runConfig, version: PushbenchVersion.current)
         record.counts = Self.counts(r.measured)
         record.measuredSeconds = r.measuredSeconds
         record.latency = r.latency

@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 import Testing
 @testable import MockGateway
 
@@ -58,12 +59,12 @@ struct CurlError: Error { var output: String }
 
     @Test func everyFcmErrorCodeOverHTTP2() throws {
         for code in FCMErrorCode.allCases {
-            try withGateway(["--fcm-fail", "\(code.name)=1"]) { g in
+            try withGateway(["--fcm-fail", "\(code.rawValue)=1"]) { g in
                 let (status, body) = try curl(g.port, body: fcmMessage(""))
-                #expect(status == Int(code.status), "\(code.name)")
-                let e = try #require(parseError(body), "\(code.name): \(body)")
-                #expect(e.code == Int(code.status) && e.status == code.rpcStatus && e.errorCode == code.name)
-                #expect(g.stats().fcm.byCode[code.name] == 1)
+                #expect(status == Int(code.status), "\(code.rawValue)")
+                let e = try #require(parseError(body), "\(code.rawValue): \(body)")
+                #expect(e.code == Int(code.status) && e.status == code.rpcStatus && e.errorCode == code.rawValue)
+                #expect(g.stats().fcm.byCode[code.rawValue] == 1)
             }
         }
     }

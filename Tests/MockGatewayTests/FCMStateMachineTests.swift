@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 import Testing
 import CAllocCounter
 @testable import MockGateway

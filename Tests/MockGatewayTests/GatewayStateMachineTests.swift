@@ -1,3 +1,4 @@
+import PushVocabulary
 import Testing
 import CAllocCounter
 @testable import MockGateway
@@ -69,7 +70,7 @@ import CAllocCounter
         var h = Harness()
         let r = h.send(TestRequest(method: c.1, path: c.2, headers: c.3, body: c.4)).response
         #expect(r?.status == UInt16(c.5), "\(c.0)")
-        #expect(r?.reason?.name == c.6, "\(c.0)")
+        #expect(r?.reason?.rawValue == c.6, "\(c.0)")
         #expect(r?.timestampMillis == nil, "\(c.0)")
     }
 
@@ -89,7 +90,7 @@ import CAllocCounter
         ]
         for (i, request) in ok.enumerated() {
             let r = h.send(request).response!
-            #expect(r.status == 200, "case \(i): \(r.reason?.name ?? "")")
+            #expect(r.status == 200, "case \(i): \(r.reason?.rawValue ?? "")")
         }
         for type in ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets"] {
             #expect(h.status(TestRequest(headers: [("apns-topic", "a"), ("apns-push-type", type)])).0 == 200, "\(type)")

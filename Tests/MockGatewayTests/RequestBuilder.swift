@@ -1,4 +1,5 @@
 @testable import MockGateway
+import PushVocabulary
 
 /// Builds a ``GatewayRequest`` from Swift strings: every byte lives in one arena kept alive for the call.
 struct TestRequest {
@@ -78,7 +79,7 @@ struct Harness {
 
     mutating func status(_ request: TestRequest) -> (UInt16, String?) {
         let r = send(request).response!
-        return (r.status, r.reason?.name)
+        return (r.status, r.reason?.rawValue)
     }
 
     var stats: GatewayStats { GatewayStats(summing: [machine.counters]) }

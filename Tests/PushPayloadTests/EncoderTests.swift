@@ -1,5 +1,6 @@
 import CAllocCounter
 import Foundation
+import PushVocabulary
 import Testing
 @testable import PushPayload
 

@@ -28,7 +28,9 @@ import Testing
         #expect(try ValueParser.duration("500ms", option: "--d") == 0.5)
         #expect(try ValueParser.duration("2m", option: "--d") == 120)
         #expect(try ValueParser.duration("3", option: "--d") == 3)
-        #expect(throws: UsageError("--d: 'soon' is not a duration (use e.g. 10s, 500ms, 2m)")) {
+        #expect(try ValueParser.duration("1m30s", option: "--d") == 90)
+        #expect(throws: UsageError("--d: 'soon' is not a duration (a number and a unit: ns, us or µs, ms, s, m, h; "
+                                   + "several as in 1m30s, or a number of seconds)")) {
             _ = try ValueParser.duration("soon", option: "--d")
         }
     }

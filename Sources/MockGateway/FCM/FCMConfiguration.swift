@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// The FCM side of the mock gateway (and token churn, which both routes share), from
 /// `pushbench gateway` flags. Everything is off by default except fan-out (10,000 devices/s, FCM's
@@ -74,25 +75,25 @@ public struct FCMConfiguration: Equatable, Sendable {
                 defaultSubscribers = n
             }
         case "--fanout-rate":
-            guard let (n, seconds) = Self.rate(value), n > 0 else { throw fail("is not a positive rate N/s (e.g. 10000/s)") }
-            fanoutPerSecond = n / seconds
+            guard let r = try? Quantity.rate(value), r.count > 0 else { throw fail("is not a positive rate N/s (e.g. 10000/s)") }
+            fanoutPerSecond = r.perSecond
         case "--fcm-quota":
-            guard let (n, seconds) = Self.rate(value), n >= 1, n == n.rounded() else {
+            guard let r = try? Quantity.rate(value), r.count >= 1, r.count == r.count.rounded() else {
                 throw fail("is not a quota N/UNIT with a whole N ≥ 1 (e.g. 600000/min)")
             }
-            quota = FCMQuota(messages: UInt64(n), windowNanos: UInt64(seconds * 1e9))
+            quota = FCMQuota(messages: UInt64(r.count), windowNanos: UInt64(r.windowSeconds * 1e9))
         case "--token-churn":
-            guard let (f, seconds) = Self.rate(value), f >= 0, f / seconds <= 1 else {
+            guard let r = try? Quantity.rate(value), r.perSecond <= 1 else {
                 throw fail("is not a fraction per time unit (e.g. 0.01/s)")
             }
-            tokenChurnPerSecond = f / seconds
+            tokenChurnPerSecond = r.perSecond
         case "--capture":
             guard let n = Int(value), (0...100_000).contains(n) else { throw fail("is not a count 0...100000") }
             capture = n
         case "--fcm-fail":
             guard let eq = value.firstIndex(of: "=") else { throw fail("is not CODE=FRACTION") }
             let codeName = String(value[..<eq])
-            guard let code = FCMErrorCode(name: codeName) else {
+            guard let code = FCMErrorCode(rawValue: codeName) else {
                 throw GatewayConfigurationError("\(name): '\(codeName)' is not an FCM error code (e.g. UNAVAILABLE, INTERNAL, UNREGISTERED)")
             }
             let fraction = try GatewayConfiguration.fraction(String(value[value.index(after: eq)...]), name)
@@ -111,26 +112,6 @@ public struct FCMConfiguration: Equatable, Sendable {
     func validate() throws(GatewayConfigurationError) {
         let total = failures.reduce(0) { $0 + $1.fraction }
         if total > 1.0000001 { throw GatewayConfigurationError("FCM failure fractions add up to \(total), more than 1") }
-    }
-
-    /// `N/s`, `N/min`, `N/m`, `N/h`, `N` (per second), `N/10s`: the count and the window in seconds.
-    static func rate(_ text: String) -> (Double, Double)? {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard (1...2).contains(parts.count), let n = Double(parts[0]), n.isFinite, n >= 0 else { return nil }
-        guard parts.count == 2 else { return (n, 1) }
-        var unit = parts[1]
-        var scale = 1.0
-        if let i = unit.firstIndex(where: { !($0.isNumber || $0 == ".") }), i != unit.startIndex {
-            guard let s = Double(unit[..<i]), s > 0 else { return nil }
-            scale = s
-            unit = unit[i...]
-        }
-        switch unit {
-        case "s", "sec": return (n, scale)
-        case "m", "min": return (n, scale * 60)
-        case "h", "hour": return (n, scale * 3600)
-        default: return nil
-        }
     }
 }
 
@@ -240,7 +221,7 @@ extension FCMConfiguration {
             guard let f = v as? [String: Any] else { throw error("failures", "must be a JSON object of CODE: fraction") }
             failures = []
             for (name, fraction) in f.sorted(by: { $0.key < $1.key }) {
-                guard let code = FCMErrorCode(name: name) else { throw error("failures.\(name)", "not an FCM error code (e.g. UNAVAILABLE)") }
+                guard let code = FCMErrorCode(rawValue: name) else { throw error("failures.\(name)", "not an FCM error code (e.g. UNAVAILABLE)") }
                 let x = try number(fraction, "failures.\(name)")
                 guard x >= 0, x <= 1 else { throw error("failures.\(name)", "must be a fraction between 0 and 1") }
                 failures.append(FCMFailureRate(code: code, fraction: x))

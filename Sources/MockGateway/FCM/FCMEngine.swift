@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import PushPayload
+import PushVocabulary
 
 /// The FCM HTTP v1 send API as plain logic, one per event loop (not thread-safe): validates
 /// `POST /v1/projects/<project>/messages:send`, builds the APNs request FCM would send for an Apple
@@ -495,7 +496,7 @@ struct FCMEngine {
             r.expiration = storage.expirationDigits(seconds)
         }
         guard w.count <= storage.payload.count else {
-            let limit = equals(r.pushType!, "voip") ? 5120 : 4096
+            let limit = PayloadLimits.apns(equals(r.pushType!, "voip") ? .voip : .alert)
             built.problem = .error(.invalidArgument, .payloadTooBig, FCMInlineText(), UInt64(w.count), UInt64(limit))
             return built
         }
@@ -504,10 +505,10 @@ struct FCMEngine {
         if let reason = GatewayStateMachine.validateAPNs(r, configuration: configuration, checkPath: false,
                                                            checkJSON: false) {
             if reason == .payloadTooLarge {
-                let limit = equals(r.pushType!, "voip") ? 5120 : 4096
+                let limit = PayloadLimits.apns(equals(r.pushType!, "voip") ? .voip : .alert)
                 built.problem = .error(.invalidArgument, .payloadTooBig, FCMInlineText(), UInt64(w.count), UInt64(limit))
             } else {
-                built.problem = .error(.invalidArgument, .apnsRejected, FCMInlineText(reason.name))
+                built.problem = .error(.invalidArgument, .apnsRejected, FCMInlineText(reason.rawValue))
             }
             return built
         }

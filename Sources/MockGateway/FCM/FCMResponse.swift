@@ -1,69 +1,5 @@
 import PushPayload
-
-/// An FCM HTTP v1 `errorCode` with its HTTP status and canonical google.rpc status (push-protocols.md §3.3).
-public enum FCMErrorCode: UInt8, CaseIterable, Sendable {
-    case invalidArgument, unregistered, senderIdMismatch, quotaExceeded, unavailable, `internal`, thirdPartyAuthError
-
-    /// The string FCM puts in the FcmError detail's `errorCode`.
-    public var name: String {
-        switch self {
-        case .invalidArgument: "INVALID_ARGUMENT"
-        case .unregistered: "UNREGISTERED"
-        case .senderIdMismatch: "SENDER_ID_MISMATCH"
-        case .quotaExceeded: "QUOTA_EXCEEDED"
-        case .unavailable: "UNAVAILABLE"
-        case .internal: "INTERNAL"
-        case .thirdPartyAuthError: "THIRD_PARTY_AUTH_ERROR"
-        }
-    }
-
-    /// The HTTP status.
-    public var status: UInt16 {
-        switch self {
-        case .invalidArgument: 400
-        case .thirdPartyAuthError: 401
-        case .senderIdMismatch: 403
-        case .unregistered: 404
-        case .quotaExceeded: 429
-        case .internal: 500
-        case .unavailable: 503
-        }
-    }
-
-    /// The canonical google.rpc `status` string of the error body.
-    public var rpcStatus: String {
-        switch self {
-        case .invalidArgument: "INVALID_ARGUMENT"
-        case .thirdPartyAuthError: "UNAUTHENTICATED"
-        case .senderIdMismatch: "PERMISSION_DENIED"
-        case .unregistered: "NOT_FOUND"
-        case .quotaExceeded: "RESOURCE_EXHAUSTED"
-        case .internal: "INTERNAL"
-        case .unavailable: "UNAVAILABLE"
-        }
-    }
-
-    /// The code named `name` (exact), if it is one of FCM's.
-    public init?(name: String) {
-        guard let c = FCMErrorCode.allCases.first(where: { $0.name == name }) else { return nil }
-        self = c
-    }
-
-    /// The FCM code FCM answers when APNs answered `reason` (how the APNs behaviours map onto FCM).
-    public init(mapping reason: APNsReason) {
-        switch reason {
-        case .unregistered, .expiredToken: self = .unregistered
-        case .deviceTokenNotForTopic, .topicDisallowed: self = .senderIdMismatch
-        case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken,
-             .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken:
-            self = .thirdPartyAuthError
-        case .tooManyRequests, .tooManyProviderTokenUpdates: self = .quotaExceeded
-        case .internalServerError: self = .internal
-        case .serviceUnavailable, .shutdown, .idleTimeout: self = .unavailable
-        default: self = .invalidArgument
-        }
-    }
-}
+import PushVocabulary
 
 /// Why an FCM request was refused, which selects the `message` text of the error body.
 public enum FCMProblem: UInt8, Sendable {
@@ -209,7 +145,7 @@ public struct FCMResponse: Equatable, Sendable {
         w.byte(UInt8(ascii: "\""))
         if let code {
             w.literal(",\"details\":[{\"@type\":\"type.googleapis.com/google.firebase.fcm.v1.FcmError\",\"errorCode\":\"")
-            w.string(code.name)
+            w.string(code.rawValue)
             w.literal("\"}]")
         }
         w.literal("}}")

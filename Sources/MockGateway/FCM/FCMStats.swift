@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import PushVocabulary
 import Synchronization
 
 /// The FCM numbers of `GET /stats` (the `"fcm"` object, present once the FCM route or token churn was used),
@@ -110,7 +111,7 @@ public final class FCMCounters: Sendable {
     static let unauthenticatedCode = 14, notFoundCode = 15
 
     @inline(__always) func countError(_ code: FCMErrorCode?, problem: FCMProblem) {
-        if let code { add(Self.codeBase + Int(code.rawValue)) }
+        if let code { add(Self.codeBase + Int(code.code)) }
         else { add(Self.codeBase + (problem == .notFound ? Self.notFoundCode : Self.unauthenticatedCode)) }
     }
 
@@ -155,8 +156,8 @@ public final class FCMCounters: Sendable {
         stats.churnedTokens += value(Self.churned)
         stats.churnRefusals += value(Self.churnRefusals)
         for code in FCMErrorCode.allCases {
-            let n = value(Self.codeBase + Int(code.rawValue))
-            if n > 0 { stats.byCode[code.name, default: 0] += n }
+            let n = value(Self.codeBase + Int(code.code))
+            if n > 0 { stats.byCode[code.rawValue, default: 0] += n }
         }
         let u = value(Self.codeBase + Self.unauthenticatedCode), nf = value(Self.codeBase + Self.notFoundCode)
         if u > 0 { stats.byCode["UNAUTHENTICATED", default: 0] += u }

@@ -1,11 +1,9 @@
-// Payload size limits of push-protocols.md §1.8 and §3 (FCM): checked before a request is sent.
-
-/// Which push API a payload is for.
+/// Which push API a request is for.
 public enum PushProtocol: String, Sendable, CaseIterable {
     case apns, fcm
 }
 
-/// Payload size limits, in body bytes.
+/// Payload size limits in body bytes, checked before a request is sent.
 public enum PayloadLimits {
     /// APNs: 5120 bytes for VoIP pushes, 4096 for every other push type.
     public static func apns(_ pushType: APNsPushType) -> Int { pushType == .voip ? 5120 : 4096 }
