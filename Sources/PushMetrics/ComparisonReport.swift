@@ -55,15 +55,18 @@ public struct VariantComparison {
         public var achievedRPS: Double
         /// Corrected latency p50 and p99, µs.
         public var p50: Int64, p99: Int64
+        /// Corrected latency p99.9, µs, when the round reported it.
+        public var p999: Int64?
         /// Driver-thread CPU seconds per million pushes.
         public var cpuSecondsPerMillion: Double?
 
         /// Creates a round's figures.
-        public init(index: Int, achievedRPS: Double, p50: Int64, p99: Int64, cpuSecondsPerMillion: Double?) {
+        public init(index: Int, achievedRPS: Double, p50: Int64, p99: Int64, p999: Int64? = nil, cpuSecondsPerMillion: Double?) {
             self.index = index
             self.achievedRPS = achievedRPS
             self.p50 = p50
             self.p99 = p99
+            self.p999 = p999
             self.cpuSecondsPerMillion = cpuSecondsPerMillion
         }
     }
@@ -172,12 +175,14 @@ public struct VariantComparison {
         if entries.contains(where: { $0.perRound.count > 1 }) {
             out += "Round to round (min … median … max over each variant's rounds): a difference between variants "
             out += "smaller than these spreads may well be noise.\n\n"
-            out += "| encoder | CPU s / M pushes | p99 ms | achieved rps |\n|---|---:|---:|---:|\n"
+            out += "| encoder | CPU s / M pushes | p50 ms | p99 ms | p99.9 ms | achieved rps |\n|---|---:|---:|---:|---:|---:|\n"
             for e in entries {
                 let cpu = Self.spread(e.perRound.compactMap(\.cpuSecondsPerMillion)) { String(format: "%.2f", $0) }
+                let p50 = Self.spread(e.perRound.map { Double($0.p50) / 1000 }) { String(format: "%.3f", $0) }
                 let p99 = Self.spread(e.perRound.map { Double($0.p99) / 1000 }) { String(format: "%.3f", $0) }
+                let p999 = Self.spread(e.perRound.compactMap { $0.p999.map { Double($0) / 1000 } }) { String(format: "%.3f", $0) }
                 let rps = Self.spread(e.perRound.map(\.achievedRPS)) { ReportChart.grouped($0) }
-                out += "| \(e.name) | \(cpu) | \(p99) | \(rps) |\n"
+                out += "| \(e.name) | \(cpu) | \(p50) | \(p99) | \(p999) | \(rps) |\n"
             }
             out += "\n"
         }
@@ -210,7 +215,7 @@ public struct VariantComparison {
                     ("per_round", .array(e.perRound.map { p in
                         .object([
                             ("round", .int(Int64(p.index))), ("achieved_rps", .double(ResultsWriter.round3(p.achievedRPS))),
-                            ("p50_us", .int(p.p50)), ("p99_us", .int(p.p99)),
+                            ("p50_us", .int(p.p50)), ("p99_us", .int(p.p99)), ("p999_us", p.p999.map { .int($0) } ?? .null),
                             ("cpu_s_per_million", p.cpuSecondsPerMillion.map { .double(ResultsWriter.round3($0)) } ?? .null),
                         ])
                     })),
@@ -223,71 +228,64 @@ public struct VariantComparison {
 
     static let palette = ["#1f5fbf", "#e07b00", "#2e7d32", "#6a1b9a", "#c62828", "#00838f", "#6d4c41", "#ad1457"]
 
-    /// comparison.svg: every variant's corrected-latency percentile curve on one plot, then CPU per
-    /// million pushes and achieved throughput per variant.
+    /// comparison.svg: every variant's corrected-latency percentile curve on one plot (log latency
+    /// axis), each round's p99 (the spread the verdicts weigh), then CPU per million pushes and
+    /// achieved throughput per variant.
     public func svg(comparisonID: String) -> String {
         let width = ReportChart.width
-        let barRows = Double(Swift.max(entries.count, 1))
-        let barsY = 600.0, barH = 26.0
-        var svg = SVG(width: width, height: barsY + barRows * (barH + 10) + 10 + 40)
+        var svg = SVG(width: width)
         svg.text(24, 34, "pushbench encoder comparison \(comparisonID)", size: 20, weight: "bold")
         if let c = entries.first?.record.config {
             let rate = c.rps.map { "target \(ReportChart.grouped(Double($0))) rps" } ?? "closed loop (rps max)"
             svg.text(24, 58, "\(c.protocolName) · \(c.target) · \(rate) · \(c.connections) conn × \(c.streams) streams · "
                      + "rounds of \(String(format: "%g", roundSeconds)) s, round robin", size: 13, color: "#444")
         }
-        let x = 90.0, y = 110.0, w = width - 130, h = 400.0
-        svg.text(x, y - 8, "Corrected latency by percentile", size: 15, weight: "bold")
-        let hists = entries.map(\.record.latency)
-        let n = hists.map(\.totalCount).max() ?? 0
-        let decades = Swift.max(2, Swift.min(6, Int(ceil(log10(Double(Swift.max(n, 1)))))))
-        let xmax = Double(decades)
-        let yt = ReportChart.niceTicks(0, Swift.max(Double(hists.map(\.max).max() ?? 0) / 1000, 0.001), 6)
-        let ymax = yt.last ?? 1
-        func px(_ lx: Double) -> Double { x + w * Swift.min(lx, xmax) / xmax }
-        func py(_ v: Double) -> Double { y + h - h * v / ymax }
-        svg.rect(x, y, w, h, fill: "#fafafa", stroke: "#999")
-        for (t, label) in zip(yt, ReportChart.axisLabels(yt)) {
-            svg.line(x, py(t), x + w, py(t), stroke: "#ddd")
-            svg.text(x - 8, py(t) + 4, label, size: 12, anchor: "end")
+        let x = 90.0, w = width - 130
+        func color(_ i: Int) -> String { Self.palette[i % Self.palette.count] }
+        var y = ChartParts.percentilePanel(&svg, x: x, top: 70, w: w, h: 380, title: "Corrected latency by percentile",
+                                           curves: entries.enumerated().map { ($0.element.record.latency, color($0.offset), $0.element.name) },
+                                           forceLog: true)
+
+        // Each round's p99: how far apart rounds of one variant are is the noise a verdict must beat.
+        let rounds = entries.enumerated().flatMap { i, e in e.perRound.map { (i, $0) } }
+        if !rounds.isEmpty {
+            let top = ChartParts.panelHeader(&svg, x: x, top: y, w: w, title: "Corrected latency p99 of each round",
+                                             legend: entries.enumerated().map { LegendItem(color: color($0.offset), text: $0.element.name) })
+            let h = 160.0
+            let positions = rounds.map { Double($0.1.index) + 1 }
+            let xAxis = ChartAxis.linear(lo: 0, hi: (positions.max() ?? 1) + 1, count: 10, integer: true)
+            let p99s = rounds.map { Double($0.1.p99) / 1000 }.filter { $0 > 0 }
+            let yAxis = ChartAxis.log(lo: p99s.min() ?? 0.1, hi: p99s.max() ?? 1)
+            ChartParts.frame(&svg, x: x, y: top, w: w, h: h)
+            yAxis.drawY(&svg, x: x, y: top, w: w, h: h)
+            xAxis.drawX(&svg, x: x, y: top, w: w, h: h)
+            for (i, e) in entries.enumerated() {
+                let pts = e.perRound.map { (x + w * xAxis.fraction(Double($0.index) + 1), top + h - h * yAxis.fraction(Double($0.p99) / 1000)) }
+                svg.polyline(pts, stroke: color(i), width: 1.2, opacity: 0.6)
+                for p in pts { svg.circle(p.0, p.1, 3.5, fill: color(i)) }
+            }
+            ChartParts.yTitle(&svg, x: x - 62, y: top, h: h, "p99 (ms, log scale)")
+            svg.text(x + w / 2, top + h + 40, "round (in the order they ran)", size: 13, anchor: "middle")
+            y = top + h + 48
         }
-        let pctLabels = ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%", "99.9999%"]
-        for d in 0...decades {
-            svg.line(px(Double(d)), y, px(Double(d)), y + h, stroke: "#ddd")
-            svg.text(px(Double(d)), y + h + 18, pctLabels[d], size: 12, anchor: "middle")
-        }
-        svg.text(x + w / 2, y + h + 40, "percentile (log scale of 1/(1−p))", size: 13, anchor: "middle")
-        svg.text(x - 62, y + h / 2, "latency (ms)", size: 13, anchor: "middle", rotate: -90)
-        for (i, hist) in hists.enumerated() where hist.totalCount > 0 {
-            ReportChart.percentileCurve(&svg, hist, color: Self.palette[i % Self.palette.count], xmax: xmax, px: px, py: py)
-        }
-        ReportChart.legend(&svg, right: x + w, y: y - 8,
-                           items: entries.enumerated().map { (Self.palette[$0.offset % Self.palette.count], $0.element.name, false) }
-                               + [("#555", "max", true)])
 
         // CPU per million pushes, one bar per variant, with achieved throughput beside it.
-        svg.text(x, barsY - 8, "Client CPU seconds per million pushes (driver threads) · achieved rps", size: 15, weight: "bold")
-        let cpus = entries.map { $0.cpuSecondsPerMillion ?? 0 }
-        let ct = ReportChart.niceTicks(0, Swift.max(cpus.max() ?? 0, 0.001), 5)
-        let cmax = ct.last ?? 1
+        let barH = 26.0
         let barW = w - 260
-        let top = barsY + 10
-        let panelH = barRows * (barH + 10) + 10
-        svg.rect(x, barsY, barW, panelH, fill: "#fafafa", stroke: "#999")
-        for t in ct {
-            let xx = x + barW * t / cmax
-            svg.line(xx, barsY, xx, barsY + panelH, stroke: "#ddd")
-            svg.text(xx, barsY + panelH + 16, ReportChart.fmt(t), size: 12, anchor: "middle")
-        }
+        let top = ChartParts.panelHeader(&svg, x: x, top: y, w: w, title: "Client CPU seconds per million pushes (driver threads) · achieved rps", legend: [])
+        let panelH = Double(Swift.max(entries.count, 1)) * (barH + 10) + 10
+        let cpus = entries.map { $0.cpuSecondsPerMillion ?? 0 }
+        let cAxis = ChartAxis.linear(hi: cpus.max() ?? 0, count: 5)
+        ChartParts.frame(&svg, x: x, y: top, w: barW, h: panelH)
+        cAxis.drawX(&svg, x: x, y: top, w: barW, h: panelH)
         for (i, e) in entries.enumerated() {
-            let yy = top + Double(i) * (barH + 10)
-            let color = Self.palette[i % Self.palette.count]
-            svg.rect(x, yy, barW * cpus[i] / cmax, barH, fill: color, stroke: nil, opacity: 0.85)
+            let yy = top + 10 + Double(i) * (barH + 10)
+            svg.rect(x, yy, barW * cAxis.fraction(cpus[i]), barH, fill: color(i), stroke: nil, opacity: 0.85)
             svg.text(x - 8, yy + barH / 2 + 4, e.name, size: 12, anchor: "end")
             let cpuText = e.cpuSecondsPerMillion.map { String(format: "%.2f s", $0) } ?? "n/a"
-            svg.text(x + barW + 12, yy + barH / 2 + 4,
-                     "\(cpuText) · \(ReportChart.grouped(e.record.achievedRPS)) rps", size: 12)
+            svg.text(x + barW + 12, yy + barH / 2 + 4, "\(cpuText) · \(ReportChart.grouped(e.record.achievedRPS)) rps", size: 12)
         }
+        svg.height = top + panelH + 36
         return svg.finish()
     }
 

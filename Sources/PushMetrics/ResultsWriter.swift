@@ -162,30 +162,10 @@ public enum ResultsWriter {
     // MARK: latest and history.csv
 
     /// Header of history.csv.
-    public static let historyHeader = "run_id,label,encoder,target_rps,achieved_rps,p50_us,p99_us,p999_us,errors,cpu_s"
+    public static let historyHeader = ReportChart.HistoryRow.csvHeader
 
     static func appendHistory(root: URL, runID: String, record r: RunRecord) throws {
-        let url = root.appendingPathComponent("history.csv")
-        let row = [runID, r.label.replacingOccurrences(of: ",", with: "-"), r.config.encoder,
-                   r.config.rps.map(String.init) ?? "max", String(format: "%.1f", r.achievedRPS),
-                   String(r.latency.valueAtPercentile(50)), String(r.latency.valueAtPercentile(99)),
-                   String(r.latency.valueAtPercentile(99.9)), String(r.counts.failed + r.counts.transportErrors),
-                   String(format: "%.3f", r.cpuUserSeconds + r.cpuSystemSeconds)].joined(separator: ",") + "\n"
-        let fm = FileManager.default
-        if !fm.fileExists(atPath: url.path) {
-            try save(historyHeader + "\n" + row, url)
-            return
-        }
-        guard let handle = FileHandle(forWritingAtPath: url.path) else {
-            throw ResultsError("\(url.path): cannot open for appending")
-        }
-        defer { try? handle.close() }
-        do {
-            try handle.seekToEnd()
-            try handle.write(contentsOf: Data(row.utf8))
-        } catch {
-            throw ResultsError("\(url.path): \(error.localizedDescription)")
-        }
+        try HistoryFile.append(ReportChart.HistoryRow(runID: runID, record: r), to: root.appendingPathComponent("history.csv"))
     }
 
     static func pointLatest(root: URL, at id: String) throws {

@@ -38,6 +38,8 @@ public enum RunMerger {
                 ("run_id", .string(run.runID)), ("started_at", .string(ResultsWriter.iso8601(rec.startedAt))),
                 ("completed", .int(rec.counts.completed)), ("achieved_rps", .double(ResultsWriter.round3(rec.achievedRPS))),
                 ("p99_us", .int(rec.latency.valueAtPercentile(99))), ("max_rss_bytes", .int(rec.maxRSSBytes)),
+                // Where this agent's seconds sit in the merged timeline (what the charts draw as measured).
+                ("offset_s", .int(Int64(shift))), ("measured_s", .double(ResultsWriter.round3(rec.measuredSeconds))),
             ]))
         }
         r.intervals = TimelineInterval.merged(intervals)
@@ -56,6 +58,48 @@ public enum RunMerger {
         r.config.extra = [("agents", .int(Int64(runs.count)))]
         r.extra = [("merged_from", .array(agents))]
         return r
+    }
+
+    /// A stretch of time between runs being merged in which none of them was measuring.
+    public struct Gap: Sendable, Equatable, CustomStringConvertible {
+        /// The run whose measured time ends where the gap starts.
+        public var after: String
+        /// The run whose measured time starts where the gap ends.
+        public var before: String
+        /// Length of the gap in seconds.
+        public var seconds: Double
+
+        /// One line for a warning: the gap and the runs on either side.
+        public var description: String {
+            String(format: "%.1f", seconds) + " s with no run measuring, between \(after) and \(before)"
+        }
+    }
+
+    /// The gaps in time between `runs` (none when their measured times overlap or touch, to within
+    /// `tolerance` seconds). Runs that do not overlap make an odd merge: the rate is over the time
+    /// measured, and the charts draw the gaps as gaps, but a user merging agents of one test
+    /// expects them to have run at the same time.
+    public static func gaps(_ runs: [LoadedRun], tolerance: Double = 1) -> [Gap] {
+        let spans = runs.map { r -> (start: Double, end: Double, id: String) in
+            let s = r.record.startedAt.timeIntervalSince1970
+            return (s, s + r.record.measuredSeconds, r.runID)
+        }.sorted { $0.start < $1.start }
+        var out: [Gap] = []
+        var reach: (end: Double, id: String)?
+        for s in spans {
+            if let r = reach, s.start > r.end + tolerance {
+                out.append(Gap(after: r.id, before: s.id, seconds: s.start - r.end))
+            }
+            if reach == nil || s.end > reach!.end { reach = (s.end, s.id) }
+        }
+        return out
+    }
+
+    /// A one-line warning for `gaps`, or nil when there are none.
+    public static func gapWarning(_ gaps: [Gap]) -> String? {
+        guard let first = gaps.first else { return nil }
+        let more = gaps.count > 1 ? " (and \(gaps.count - 1) more gap\(gaps.count > 2 ? "s" : ""))" : ""
+        return "the runs do not overlap in time: \(first)\(more); throughput is over the measured time only, and the charts leave the gaps empty"
     }
 
     /// Length of the union of time spans, in seconds.
@@ -78,6 +122,12 @@ public enum RunMerger {
     /// exist or be empty). Returns the folder written.
     @discardableResult
     public static func mergeFolders(_ paths: [String], out: URL, label: String = "merged") throws -> URL {
+        try mergeFoldersReportingGaps(paths, out: out, label: label).folder
+    }
+
+    /// ``mergeFolders(_:out:label:)``, also returning the gaps in time between the runs (``gaps(_:tolerance:)``),
+    /// so the caller can warn about runs that did not overlap.
+    public static func mergeFoldersReportingGaps(_ paths: [String], out: URL, label: String = "merged") throws -> (folder: URL, gaps: [Gap]) {
         let fm = FileManager.default
         if fm.fileExists(atPath: out.path), let items = try? fm.contentsOfDirectory(atPath: out.path), !items.isEmpty {
             throw ResultsError("\(out.path): already exists and is not empty (refusing to overwrite a run)")
@@ -90,6 +140,6 @@ public enum RunMerger {
         }
         let record = try merge(runs, label: label)
         try ResultsWriter.writeFolder(record, runID: ResultsWriter.runID(startedAt: record.startedAt, label: label), to: out)
-        return out
+        return (out, gaps(runs))
     }
 }

@@ -168,7 +168,7 @@ import PushPayload
         #expect(md.contains("Round to round"))
         #expect((variants[1]["per_round"] as? [[String: Any]])?.compactMap { $0["round"] as? Int } == [1, 3, 5, 7])
         let svg = try String(contentsOf: comparison.appendingPathComponent("comparison.svg"), encoding: .utf8)
-        #expect(svg.components(separatedBy: "<polyline").count - 1 == 2, "one percentile curve per variant")
+        #expect(svg.components(separatedBy: "<polyline").count - 1 == 4, "per variant: a percentile curve and a line through its rounds' p99")
 
         // The slowed variant burns 5 ms per payload: the comparison flags it against the reference …
         let copy = variants[1]

@@ -47,7 +47,8 @@ import Testing
         #expect(svg.hasSuffix("</svg>\n"))
         for text in ["pushbench 20261129-120000-handmade", "fcm · http://127.0.0.1:8443 · target 200 rps", "Latency by percentile",
                      "percentile (log scale of 1/(1−p))", "latency (ms)", "requests / s", "corrected latency (from intended send)",
-                     "service time (from actual send)", "p99", "time since start of measurement (s)", "99.9%"] {
+                     "service time (from actual send) (no data)", "p99", "time since start of measurement (s)", "99%",
+                     "Per second: errors", "up to 1 − 1/n for n = 600 samples"] {
             #expect(svg.contains(text), "report.svg lacks \(text)")
         }
         #expect(svg.components(separatedBy: "<polyline").count - 1 >= 5)
@@ -74,7 +75,7 @@ import Testing
         func shades(_ svg: String) -> Int { svg.components(separatedBy: "fill=\"#f0a030\"").count - 1 }
         for k in intervals.indices { intervals[k].stealMs = k == 2 ? 80 : 0 }
         let one = ReportChart.runSVG(record: r, intervals: intervals, title: ReportTitle(runID: "steal", record: r))
-        #expect(shades(one) == 1)
+        #expect(shades(one) == 2, "the one second, and the legend's swatch")
         #expect(one.contains("host steal in that second"))
         for k in intervals.indices { intervals[k].stealMs = nil }
         let unknown = ReportChart.runSVG(record: r, intervals: intervals, title: ReportTitle(runID: "steal", record: r))
@@ -88,10 +89,12 @@ import Testing
         for label in ["one", "two", "three"] { try ResultsWriter.write(Fixtures.record(label: label), root: root) }
         let url = try RunReport.drawHistory(root: root)
         let svg = try Fixtures.text(url)
-        #expect(svg.contains("3 runs, latest 20261129-120000-three"))
-        #expect(svg.components(separatedBy: "<circle").count - 1 == 3 * 4)
+        #expect(svg.contains("3 runs in 1 configuration, 2026-11-29 12:00 to 2026-11-29 12:00 UTC"))
+        #expect(svg.contains("zerocopy · 1,000 rps · apns · embedded (3 runs)"))
+        // A dot per run for throughput and for p99.
+        #expect(svg.components(separatedBy: "<circle").count - 1 == 3 * 2)
         #expect(XMLParser(data: Data(svg.utf8)).parse())
-        try Golden.check(ReportChart.historySVG(try ReportChart.parseHistory(Fixtures.text(Fixtures.fixtureURL("history.csv")))), "history.svg")
+        try Golden.check(ReportChart.historySVG(try ReportChart.parseHistory(Fixtures.text(Fixtures.fixtureURL("history-nightly.csv")))), "history.svg")
     }
 
     @Test func badHistoryLinesAreNamed() {

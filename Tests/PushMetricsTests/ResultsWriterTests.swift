@@ -159,7 +159,7 @@ enum Golden {
         #expect(s.value(atPath: "latency_us.p99")?.integer == 0)
         let svg = try Fixtures.text(folder.appendingPathComponent("report.svg"))
         #expect(svg.contains("no per-second data") && svg.contains("(interrupted)") && !svg.contains("nan"))
-        #expect(try Fixtures.text(root.appendingPathComponent("history.csv")).contains(",empty,zerocopy,max,0.0,0,0,0,0,0.000\n"))
+        #expect(try Fixtures.text(root.appendingPathComponent("history.csv")).contains(",empty,zerocopy,max,0.0,0,0,0,0,0.000,apns,embedded\n"))
         let back = try LoadedRun.load(folder.path, requireIntervals: true)
         #expect(back.record.latency.totalCount == 0 && back.record.config.rps == nil)
         #expect(CompareTool.run(base: folder.path, new: folder.path).status == 0)

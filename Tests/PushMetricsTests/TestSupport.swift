@@ -38,6 +38,22 @@ enum Fixtures {
                                             connections: 8, streams: 100, threads: threads.count, encoder: "zerocopy"))
         r.version = "0.1.0"
         r.intervals = threads.flatMap { threadIntervals(thread: $0, seconds: seconds, rate: rate, slowSecond: slowSecond) }
+        addUp(&r)
+        r.counts.byStatus["200"] = r.counts.succeeded
+        if r.counts.failed > 0 {
+            r.counts.byStatus["410"] = r.counts.failed
+            r.counts.byReason["Unregistered"] = r.counts.failed
+        }
+        r.measuredSeconds = Double(seconds)
+        r.cpuUserSeconds = 1.25 * Double(threads.count)
+        r.cpuSystemSeconds = 0.5 * Double(threads.count)
+        r.maxRSSBytes = 50_000_000
+        r.extra = [("warmup", .object([("sent", .int(100)), ("duration_s", .double(2))])), ("backlog_max", .int(3))]
+        return r
+    }
+
+    /// Adds the record's intervals into its whole-run histograms and counts.
+    static func addUp(_ r: inout RunRecord) {
         for i in r.intervals {
             r.latency.add(i.latency.decode())
             r.serviceTime.add(i.serviceTime.decode())
@@ -46,18 +62,7 @@ enum Fixtures {
             r.counts.succeeded += i.succeeded
             r.counts.failed += i.failed
             r.counts.transportErrors += i.transportErrors
-            r.counts.byStatus["200", default: 0] += i.succeeded
-            if i.failed > 0 {
-                r.counts.byStatus["410", default: 0] += i.failed
-                r.counts.byReason["Unregistered", default: 0] += i.failed
-            }
         }
-        r.measuredSeconds = Double(seconds)
-        r.cpuUserSeconds = 1.25 * Double(threads.count)
-        r.cpuSystemSeconds = 0.5 * Double(threads.count)
-        r.maxRSSBytes = 50_000_000
-        r.extra = [("warmup", .object([("sent", .int(100)), ("duration_s", .double(2))])), ("backlog_max", .int(3))]
-        return r
     }
 
     static func sampleRecord() -> RunRecord { record() }
