@@ -24,13 +24,15 @@ let package = Package(
 
         // The shared vocabulary: protocol names, the JSON core, the quantity parsers, the version. A leaf.
         .target(name: "PushVocabulary", swiftSettings: hotPath),
+        // Options declared once (name, value syntax, default, help, typed parser): parser, --help, docs.
+        .target(name: "CommandLineOptions"),
         .target(name: "PushPayload", dependencies: ["PushVocabulary"], swiftSettings: hotPath),
         .target(name: "PushMetrics", dependencies: ["CZlib", "PushVocabulary"], swiftSettings: hotPath),
         .target(name: "PushTransport", dependencies: ["CUV", "CNGHTTP2"], swiftSettings: hotPath),
-        .target(name: "MockGateway", dependencies: ["PushTransport", "PushPayload", "PushVocabulary"], swiftSettings: hotPath),
+        .target(name: "MockGateway", dependencies: ["PushTransport", "PushPayload", "PushVocabulary", "CommandLineOptions"], swiftSettings: hotPath),
         .target(name: "LoadGenerator", dependencies: ["PushTransport", "PushPayload", "PushMetrics", "MockGateway", "PushVocabulary"],
                 swiftSettings: hotPath),
-        .target(name: "PushbenchCLI", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushPayload", "PushTransport",
+        .target(name: "PushbenchCLI", dependencies: ["CommandLineOptions", "LoadGenerator", "MockGateway", "PushMetrics", "PushPayload", "PushTransport",
                                                      "PushVocabulary"]),
         .executableTarget(name: "pushbench", dependencies: ["PushbenchCLI"]),
 

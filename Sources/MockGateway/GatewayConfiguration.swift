@@ -1,17 +1,6 @@
 import Foundation
 import PushVocabulary
 
-/// A bad gateway option or scenario file: one line naming the option (or the file and field) and why.
-public struct GatewayConfigurationError: Error, Equatable, CustomStringConvertible {
-    /// The message, e.g. `--latency: 'fast' is not a duration` or
-    /// `scenario s.json: field 'latency.uniform_ms': needs two numbers [min, max]`.
-    public var message: String
-    /// Creates an error.
-    public init(_ message: String) { self.message = message }
-    /// The message.
-    public var description: String { message }
-}
-
 /// Everything the mock gateway does, from `pushbench gateway` flags and/or a JSON scenario file.
 ///
 /// All behaviours are off by default: a valid request is answered 200 at once.
@@ -65,105 +54,6 @@ public struct GatewayConfiguration: Equatable, Sendable {
     /// The defaults: 127.0.0.1:8080, one loop, no behaviour.
     public init() {}
 
-    /// One option: its name, whether it takes a value, whether it may repeat.
-    public struct Option: Sendable {
-        /// `--name`.
-        public var name: String
-        /// Takes a value.
-        public var takesValue: Bool
-        /// May be given more than once.
-        public var repeats: Bool
-    }
-
-    /// Every option `parse` accepts (also used by `pushbench gateway` for its option list).
-    public static let options: [Option] = [
-        Option(name: "--listen", takesValue: true, repeats: false),
-        Option(name: "--threads", takesValue: true, repeats: false),
-        Option(name: "--seed", takesValue: true, repeats: false),
-        Option(name: "--scenario", takesValue: true, repeats: false),
-        Option(name: "--latency", takesValue: true, repeats: false),
-        Option(name: "--fail", takesValue: true, repeats: true),
-        Option(name: "--unregistered", takesValue: true, repeats: false),
-        Option(name: "--token-rate", takesValue: true, repeats: false),
-        Option(name: "--max-streams", takesValue: true, repeats: false),
-        Option(name: "--streams-drop-on-error", takesValue: false, repeats: false),
-        Option(name: "--goaway-after-streams", takesValue: true, repeats: false),
-        Option(name: "--goaway-after", takesValue: true, repeats: false),
-        Option(name: "--goaway-reason", takesValue: true, repeats: false),
-        Option(name: "--drop-rate", takesValue: true, repeats: false),
-        Option(name: "--drop-after-streams", takesValue: true, repeats: false),
-        Option(name: "--token-length", takesValue: true, repeats: false),
-        Option(name: "--topic-optional", takesValue: false, repeats: false),
-    ] + FCMConfiguration.options
-
-    /// Help lines for the options, for `pushbench gateway --help`.
-    public static let optionsHelp = """
-      --listen HOST:PORT        address to listen on (default 127.0.0.1:8080; port 0 picks one)
-      --threads N               event loops sharing the port (default 1)
-      --seed N                  seed of the random behaviours (default 1)
-      --scenario FILE           JSON scenario file (keys in docs/gateway.md); flags override it
-      --latency SPEC            response delay: 2ms | 1ms-5ms (uniform) | p50=1ms,p99=10ms,p100=20ms
-      --fail REASON=FRACTION    answer a fraction of valid requests with an APNs reason (repeatable),
-                                e.g. --fail InternalServerError=0.01 --fail TooManyRequests=1%
-      --unregistered FRACTION   fraction of tokens (the same ones every run) answered 410 Unregistered
-      --token-rate N[/BURST]    per-token limit in requests/s (burst default N) answered 429 TooManyRequests
-      --max-streams N           SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
-      --streams-drop-on-error   drop MAX_CONCURRENT_STREAMS to 1 after a rejection, restore after a 200
-      --goaway-after-streams N  GOAWAY after N streams on a connection
-      --goaway-after DURATION   GOAWAY a while after a connection opened (e.g. 30s)
-      --goaway-reason REASON    reason in the GOAWAY debug data (default Shutdown)
-      --drop-rate FRACTION      fraction of requests that drop the connection abruptly (no GOAWAY)
-      --drop-after-streams N    drop the connection abruptly at its N-th stream
-      --token-length N|MIN-MAX  accepted token length in hex characters (default 64-200, even only)
-      --topic-optional          accept a request without apns-topic (as with a single-topic certificate)
-    """ + "\n" + FCMConfiguration.optionsHelp
-
-    /// Parses `pushbench gateway` options (`--name value` or `--name=value`). A `--scenario` file is read
-    /// first and the flags override it. Throws a one-line error naming the option, or the file and field.
-    public static func parse(_ arguments: [String]) throws(GatewayConfigurationError) -> GatewayConfiguration {
-        var given: [(String, String?)] = []
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            var name = argument
-            var inline: String?
-            if let eq = argument.firstIndex(of: "=") {
-                name = String(argument[..<eq])
-                inline = String(argument[argument.index(after: eq)...])
-            }
-            guard name.hasPrefix("--"), let option = options.first(where: { $0.name == name }) else {
-                if name.hasPrefix("-") { throw GatewayConfigurationError("unknown option '\(name)'") }
-                throw GatewayConfigurationError("unexpected argument '\(argument)'")
-            }
-            if option.takesValue {
-                let value: String
-                if let inline { value = inline } else {
-                    guard index < arguments.count else { throw GatewayConfigurationError("\(name): needs a value") }
-                    value = arguments[index]
-                    index += 1
-                }
-                if !option.repeats, given.contains(where: { $0.0 == name }) {
-                    throw GatewayConfigurationError("\(name): given more than once")
-                }
-                given.append((name, value))
-            } else {
-                if inline != nil { throw GatewayConfigurationError("\(name): takes no value") }
-                given.append((name, nil))
-            }
-        }
-
-        var config = GatewayConfiguration()
-        if let (_, path) = given.first(where: { $0.0 == "--scenario" }), let path {
-            try config.applyScenario(file: path)
-        }
-        for (name, value) in given {
-            try config.apply(option: name, value: value ?? "")
-        }
-        try config.validate()
-        return config
-    }
-
     /// Reads a scenario file (JSON object; keys in docs/gateway.md) into this configuration.
     public mutating func applyScenario(file path: String) throws(GatewayConfigurationError) {
         let data: Data
@@ -182,66 +72,6 @@ public struct GatewayConfiguration: Equatable, Sendable {
         scenarioFile = path
         do throws(GatewayConfigurationError) { try validate() } catch {
             throw GatewayConfigurationError("scenario \(path): \(error.message)")
-        }
-    }
-
-    fileprivate mutating func apply(option name: String, value: String) throws(GatewayConfigurationError) {
-        func fail(_ why: String) -> GatewayConfigurationError { GatewayConfigurationError("\(name): '\(value)' \(why)") }
-        switch name {
-        case "--listen":
-            guard let colon = value.lastIndex(of: ":"), let p = Int(value[value.index(after: colon)...]),
-                  (0...65535).contains(p) else { throw fail("is not HOST:PORT (e.g. 127.0.0.1:8080)") }
-            var h = String(value[..<colon])
-            if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
-            guard !h.isEmpty else { throw fail("has no host (e.g. 127.0.0.1:8080)") }
-            host = h
-            port = p
-        case "--threads": threads = try Self.integer(value, name, 1...64)
-        case "--seed":
-            guard let s = UInt64(value) else { throw fail("is not a whole number") }
-            seed = s
-        case "--scenario": break
-        case "--latency":
-            do throws(GatewayConfigurationError) { latency = try Self.latency(spec: value) } catch { throw GatewayConfigurationError("\(name): \(error.message)") }
-        case "--fail":
-            guard let eq = value.firstIndex(of: "=") else { throw fail("is not REASON=FRACTION") }
-            let reasonName = String(value[..<eq])
-            guard let reason = APNsReason(rawValue: reasonName) else {
-                throw GatewayConfigurationError("\(name): '\(reasonName)' is not an APNs reason (e.g. InternalServerError)")
-            }
-            let fraction = try Self.fraction(String(value[value.index(after: eq)...]), name)
-            failures.removeAll { $0.reason == reason }
-            failures.append(FailureRate(reason: reason, fraction: fraction))
-        case "--unregistered": unregisteredFraction = try Self.fraction(value, name)
-        case "--token-rate":
-            let parts = value.split(separator: "/", omittingEmptySubsequences: false)
-            guard parts.count <= 2, let rate = Double(parts[0]), rate > 0, rate.isFinite else {
-                throw fail("is not a positive rate N or N/BURST")
-            }
-            var burst = max(1, rate)
-            if parts.count == 2 {
-                guard let b = Double(parts[1]), b >= 1, b.isFinite else { throw fail("has a burst that is not a number ≥ 1") }
-                burst = b
-            }
-            tokenRateLimit = TokenRateLimit(perSecond: rate, burst: burst)
-        case "--max-streams": maxConcurrentStreams = UInt32(try Self.integer(value, name, 1...Int(Int32.max)))
-        case "--streams-drop-on-error": dropStreamsOnError = true
-        case "--goaway-after-streams": goawayAfterStreams = try Self.integer(value, name, 1...Int.max)
-        case "--goaway-after":
-            let s = try Self.duration(value, name)
-            guard s > 0 else { throw fail("must be more than 0") }
-            goawayAfterSeconds = s
-        case "--goaway-reason":
-            guard let r = APNsReason(rawValue: value) else { throw fail("is not an APNs reason (e.g. Shutdown)") }
-            goawayReason = r
-        case "--drop-rate": dropRate = try Self.fraction(value, name)
-        case "--drop-after-streams": dropAfterStreams = try Self.integer(value, name, 1...Int.max)
-        case "--token-length":
-            do throws(GatewayConfigurationError) { tokenLength = try Self.tokenLength(value) } catch { throw GatewayConfigurationError("\(name): \(error.message)") }
-        case "--topic-optional": requireTopic = false
-        default:
-            if try fcm.apply(option: name, value: value) { return }
-            throw GatewayConfigurationError("unknown option '\(name)'")
         }
     }
 
@@ -419,7 +249,9 @@ private struct ScenarioReader {
         if let v = o["fcm"] { try c.fcm.applyScenario(v, path: path) }
         if let v = o["listen"] {
             guard let s = v as? String else { throw error("listen", "must be a string HOST:PORT") }
-            do throws(GatewayConfigurationError) { try c.apply(option: "--listen", value: s) } catch { throw self.error("listen", innerMessage(error)) }
+            do throws(GatewayConfigurationError) {
+                (c.host, c.port) = try GatewayConfiguration.listenAddress(s, "--listen")
+            } catch { throw self.error("listen", innerMessage(error)) }
         }
         if let v = o["threads"] { c.threads = try integer(v, "threads", 1...64) }
         if let v = o["seed"] { c.seed = UInt64(try integer(v, "seed", 0...Int.max)) }

@@ -3,6 +3,7 @@ import LoadGenerator
 import MockGateway
 import PushMetrics
 import PushPayload
+import PushVocabulary
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,10 +19,7 @@ struct EncoderComparisonExecution {
 
     func execute(template: PayloadTemplate, tokens: DeviceTokens, limit: Int) throws(Failure) -> Int32 {
         let names = options.encoders
-        if let twice = names.enumerated().first(where: { i, n in names[..<i].contains(n) })?.element {
-            throw Failure(status: 2, message: "--encoder: '\(twice)' is given twice")
-        }
-        let variants = names.map { EncoderVariant(rawValue: $0)! }
+        let variants = options.encoderVariants
         let environment = ProcessInfo.processInfo.environment
         var roundNs = ComparisonSchedule.defaultRoundNs
         if let text = environment[ComparisonSchedule.roundEnvironmentVariable], !text.isEmpty {
@@ -76,7 +74,7 @@ struct EncoderComparisonExecution {
                 shouldStop: { interruptRequested.load(ordering: .relaxed) })
         } catch {
             display.finish()
-            throw Failure(status: error.unreachable ? 3 : 1, message: "target unreachable: \(error.description)")
+            throw Failure(error)
         }
         display.finish()
         _ = gateway?.stop()

@@ -1,23 +1,35 @@
 import Foundation
 import PushMetrics
 
+/// `pushbench merge`'s options.
+public struct MergeOptions: Equatable, Sendable {
+    /// `--out`: the merged run folder (required).
+    public var out: String?
+    /// `--label`.
+    public var label = "merged"
+}
+
 /// `pushbench merge`: merge runs of several agents into one run folder.
 public struct MergeCommand: PushbenchCommand {
     public static let name = "merge"
     public static let abstract = "merge runs of several agents into one run folder"
-    public static let options: [OptionSpec] = [.value("--out"), .value("--label")]
-    public static let help = """
+    public static let usage = """
     USAGE: pushbench merge RUN... --out DIR [--label NAME]
 
     Merges run folders of several agents into the run folder DIR, exactly: histograms are added
     interval by interval (from latency.hlog and service_time.hlog), counts are summed, and
     throughput is computed over the union of the runs' measured time.
-
-    OPTIONS:
-      --out DIR               the merged run folder to create (must not exist or be empty)
-      --label NAME            label of the merged run id (default merged)
-      -h, --help              show this help
     """
+
+    public static var options: OptionTable<MergeOptions> {
+        OptionTable([
+            .value("--out", "DIR", \.out, help: "the merged run folder to create (must not exist or be empty)") { text, _ in text },
+            .value("--label", "NAME", \.label, default: "merged", help: "label of the merged run id") { text, name throws(UsageError) in
+                guard !text.isEmpty else { throw UsageError("\(name): must not be empty") }
+                return text
+            },
+        ])
+    }
 
     let runs: [String]
     let out: String
@@ -25,11 +37,12 @@ public struct MergeCommand: PushbenchCommand {
 
     public init(arguments a: ParsedArguments) throws(UsageError) {
         guard !a.positionals.isEmpty else { throw UsageError("missing RUN (one or more run folders)") }
-        guard let out = a.value("--out") else { throw UsageError("--out: required (the merged run folder)") }
+        var o = MergeOptions()
+        try Self.options.apply(a, to: &o)
+        guard let out = o.out else { throw UsageError("--out: required (the merged run folder)") }
         runs = a.positionals
         self.out = out
-        label = a.value("--label") ?? "merged"
-        guard !label.isEmpty else { throw UsageError("--label: must not be empty") }
+        label = o.label
     }
 
     public func run() -> Int32 {

@@ -43,14 +43,7 @@ public enum PushbenchMain {
             printOut(command.help)
             return 0
         }
-        do throws(UsageError) {
-            let parsed = try ParsedArguments(rest, options: command.options)
-            let instance = try command.init(arguments: parsed)
-            return instance.run()
-        } catch {
-            printError("pushbench \(command.name): \(error.message) (see 'pushbench \(command.name) --help')")
-            return 2
-        }
+        return command.main(rest)
     }
 
     /// The top-level help text.
@@ -68,6 +61,22 @@ public enum PushbenchMain {
             text += "  " + command.name.padding(toLength: 10, withPad: " ", startingAt: 0) + command.abstract + "\n"
         }
         text += "\nSee 'pushbench <subcommand> --help' for the options of each."
+        return text
+    }
+
+    /// docs/options.md: every subcommand's options, from the same tables as `--help` (a test keeps the
+    /// file in step; `PUSHBENCH_UPDATE_DOCS=1 swift test --filter OptionTableTests` rewrites it).
+    public static var optionsReference: String {
+        var text = """
+        # Command-line options
+
+        Every option of every subcommand, generated from the option tables in the code: `pushbench
+        <subcommand> --help` prints the same. A value's default is what the option is when it is not
+        given. A bad option or value is reported in one line naming it, with exit status 2, before any
+        traffic.
+
+        """
+        for command in commands { text += "\n" + command.reference }
         return text
     }
 }

@@ -1,38 +1,49 @@
 import Foundation
 import PushMetrics
 
+/// `pushbench report`'s options.
+public struct ReportOptions: Equatable, Sendable {
+    /// `--history`.
+    public var history = false
+    /// `--out`: the results root for `--history`.
+    public var root = "results"
+}
+
 /// `pushbench report`: redraw the charts of a run (or --history).
 public struct ReportCommand: PushbenchCommand {
     public static let name = "report"
     public static let abstract = "redraw the charts of a run (or --history)"
-    public static let options: [OptionSpec] = [.flag("--history"), .value("--out")]
-    public static let help = """
+    public static let usage = """
     USAGE: pushbench report RUN
            pushbench report --history [--out DIR]
 
     RUN is a run folder: report.svg and report.html are redrawn from its summary.json, latency.hlog,
     service_time.hlog and timeline.csv. With --history, DIR/history.csv (DIR defaults to ./results)
     is drawn as DIR/history.svg: achieved rps and p50/p99/p99.9 per run.
-
-    OPTIONS:
-      --history               draw the trend of history.csv instead of one run
-      --out DIR               results root for --history (default ./results)
-      -h, --help              show this help
     """
+
+    public static var options: OptionTable<ReportOptions> {
+        OptionTable([
+            .flag("--history", \.history, help: "draw the trend of history.csv instead of one run"),
+            .value("--out", "DIR", \.root, default: "results", help: "results root for --history") { text, _ in text },
+        ])
+    }
 
     let runFolder: String?
     let root: String
 
     public init(arguments a: ParsedArguments) throws(UsageError) {
-        if a.flag("--history") {
+        var o = ReportOptions()
+        try Self.options.apply(a, to: &o)
+        if o.history {
             try a.expectPositionals(0...0, "nothing")
             runFolder = nil
         } else {
             try a.expectPositionals(1...1, "RUN (a run folder) or --history")
-            if a.value("--out") != nil { throw UsageError("--out: only with --history") }
+            if a.contains("--out") { throw UsageError("--out: only with --history") }
             runFolder = a.positionals[0]
         }
-        root = a.value("--out") ?? "results"
+        root = o.root
     }
 
     public func run() -> Int32 {

@@ -1,0 +1,210 @@
+import CommandLineOptions
+import PushVocabulary
+
+/// A bad gateway option or scenario file: one line naming the option (or the file and field) and why,
+/// e.g. `--latency: 'fast' is not a latency (…)` or `scenario s.json: field 'latency.uniform_ms': …`.
+public typealias GatewayConfigurationError = UsageError
+
+extension GatewayConfiguration {
+    /// Parses `pushbench gateway` options (`--name value` or `--name=value`). A `--scenario` file is read
+    /// first and the flags override it. Throws a one-line error naming the option, or the file and field.
+    public static func parse(_ arguments: [String]) throws(UsageError) -> GatewayConfiguration {
+        let parsed = try ParsedArguments(arguments, options: options)
+        try parsed.expectPositionals(0...0, "nothing")
+        return try parse(parsed)
+    }
+
+    /// The configuration for options already split by ``ParsedArguments`` against ``options``
+    /// (what `pushbench gateway` does): scenario first, then the flags in order, then the checks that
+    /// span options.
+    public static func parse(_ arguments: ParsedArguments) throws(UsageError) -> GatewayConfiguration {
+        var config = GatewayConfiguration()
+        try options.apply(arguments, to: &config)
+        try config.validate()
+        return config
+    }
+
+    /// Every gateway option, declared once: `pushbench gateway`, `pushbench run --gateway-arg`, their help
+    /// and docs/options.md come from it.
+    public static var options: OptionTable<GatewayConfiguration> {
+        OptionTable([
+            .value("--listen", "HOST:PORT", \.listen, default: "127.0.0.1:8080",
+                   help: "address to listen on (port 0 picks one)") { text, name throws(UsageError) in
+                try listenAddress(text, name)
+            },
+            .value("--threads", "N", \.threads, default: "1", help: "event loops sharing the port") { text, name throws(UsageError) in
+                try integer(text, name, 1...64)
+            },
+            .value("--seed", "N", \.seed, default: "1", help: "seed of the random behaviours") { text, name throws(UsageError) in
+                guard let s = UInt64(text) else { throw UsageError("\(name): '\(text)' is not a whole number") }
+                return s
+            },
+            Option("--scenario", "FILE", appliesFirst: true, help: "JSON scenario file (keys in docs/gateway.md); flags override it") {
+                (config, path) throws(UsageError) in try config.applyScenario(file: path)
+            },
+            .value("--latency", "SPEC", \.latency,
+                   help: "response delay: 2ms | 1ms-5ms (uniform) | p50=1ms,p99=10ms,p100=20ms") { text, name throws(UsageError) in
+                do throws(UsageError) { return try latency(spec: text) } catch { throw UsageError("\(name): \(error.message)") }
+            },
+            Option("--fail", "REASON=FRACTION", repeats: true,
+                   help: "answer a fraction of valid requests with an APNs reason (repeatable), e.g. --fail InternalServerError=0.01 --fail TooManyRequests=1%") {
+                (config, value) throws(UsageError) in
+                let (reason, fraction) = try keyedFraction(value, "--fail", key: "REASON",
+                                                           unknown: "an APNs reason (e.g. InternalServerError)", APNsReason.init(rawValue:))
+                config.failures.removeAll { $0.reason == reason }
+                config.failures.append(FailureRate(reason: reason, fraction: fraction))
+            },
+            .value("--unregistered", "FRACTION", \.unregisteredFraction,
+                   help: "fraction of tokens (the same ones every run) answered 410 Unregistered") { text, name throws(UsageError) in
+                try fraction(text, name)
+            },
+            .value("--token-rate", "N[/BURST]", \.tokenRateLimit,
+                   help: "per-token limit in requests/s (burst default N) answered 429 TooManyRequests") { text, name throws(UsageError) in
+                try tokenRate(text, name)
+            },
+            .value("--max-streams", "N", \.maxConcurrentStreams, default: "1000", help: "SETTINGS_MAX_CONCURRENT_STREAMS") {
+                text, name throws(UsageError) in UInt32(try integer(text, name, 1...Int(Int32.max)))
+            },
+            .flag("--streams-drop-on-error", \.dropStreamsOnError,
+                  help: "drop MAX_CONCURRENT_STREAMS to 1 after a rejection, restore after a 200"),
+            .value("--goaway-after-streams", "N", \.goawayAfterStreams, help: "GOAWAY after N streams on a connection") {
+                text, name throws(UsageError) in try integer(text, name, 1...Int.max)
+            },
+            .value("--goaway-after", "DURATION", \.goawayAfterSeconds,
+                   help: "GOAWAY a while after a connection opened (e.g. 30s)") { text, name throws(UsageError) in
+                let s = try duration(text, name)
+                guard s > 0 else { throw UsageError("\(name): '\(text)' must be more than 0") }
+                return s
+            },
+            .value("--goaway-reason", "REASON", \.goawayReason, default: "Shutdown", help: "reason in the GOAWAY debug data") {
+                text, name throws(UsageError) in
+                guard let r = APNsReason(rawValue: text) else { throw UsageError("\(name): '\(text)' is not an APNs reason (e.g. Shutdown)") }
+                return r
+            },
+            .value("--drop-rate", "FRACTION", \.dropRate, help: "fraction of requests that drop the connection abruptly (no GOAWAY)") {
+                text, name throws(UsageError) in try fraction(text, name)
+            },
+            .value("--drop-after-streams", "N", \.dropAfterStreams, help: "drop the connection abruptly at its N-th stream") {
+                text, name throws(UsageError) in try integer(text, name, 1...Int.max)
+            },
+            .value("--token-length", "N|MIN-MAX", \.tokenLength, default: "64-200",
+                   help: "accepted token length in hex characters (even only)") { text, name throws(UsageError) in
+                do throws(UsageError) { return try tokenLength(text) } catch { throw UsageError("\(name): \(error.message)") }
+            },
+            .flag("--topic-optional", \.requireTopic, setting: false,
+                  help: "accept a request without apns-topic (as with a single-topic certificate)"),
+
+            Option("--topic-subscribers", "NAME=N", repeats: true, default: "1000",
+                   group: "FCM (POST /v1/projects/<id>/messages:send; the behaviours above apply with FCM's codes):",
+                   help: "devices a topic send fans out to (repeatable); a bare N (or *=N) sets every other topic") {
+                (config, value) throws(UsageError) in try config.fcm.addTopicSubscribers(value, "--topic-subscribers")
+            },
+            .value("--fanout-rate", "N/s", \.fcm.fanoutPerSecond, default: "10000/s",
+                   help: "devices reached per second by fan-out") { text, name throws(UsageError) in
+                guard let r = try? Quantity.rate(text), r.count > 0 else {
+                    throw UsageError("\(name): '\(text)' is not a positive rate N/s (e.g. 10000/s)")
+                }
+                return r.perSecond
+            },
+            .value("--fcm-quota", "N/UNIT", \.fcm.quota,
+                   help: "project quota, rolling window (e.g. 600000/min); 429 QUOTA_EXCEEDED over it") { text, name throws(UsageError) in
+                guard let r = try? Quantity.rate(text), r.count >= 1, r.count == r.count.rounded() else {
+                    throw UsageError("\(name): '\(text)' is not a quota N/UNIT with a whole N ≥ 1 (e.g. 600000/min)")
+                }
+                return FCMQuota(messages: UInt64(r.count), windowNanos: UInt64(r.windowSeconds * 1e9))
+            },
+            .value("--token-churn", "F/s", \.fcm.tokenChurnPerSecond,
+                   help: "fraction of the token space invalidated per second (APNs: 410, FCM: 404)") { text, name throws(UsageError) in
+                try tokenChurn(text, name)
+            },
+            .value("--capture", "N", \.fcm.capture, help: "keep the first N delivered Apple pushes (headers + payload) in /stats") {
+                text, name throws(UsageError) in
+                guard let n = Int(text), (0...100_000).contains(n) else { throw UsageError("\(name): '\(text)' is not a count 0...100000") }
+                return n
+            },
+            Option("--fcm-fail", "CODE=FRACTION", repeats: true,
+                   help: "answer a fraction of valid FCM sends with an FCM error code (repeatable), e.g. --fcm-fail UNAVAILABLE=1%; without it --fail reasons are mapped") {
+                (config, value) throws(UsageError) in
+                let (code, fraction) = try keyedFraction(value, "--fcm-fail", key: "CODE",
+                                                         unknown: "an FCM error code (e.g. UNAVAILABLE, INTERNAL, UNREGISTERED)",
+                                                         FCMErrorCode.init(rawValue:))
+                config.fcm.failures.removeAll { $0.code == code }
+                config.fcm.failures.append(FCMFailureRate(code: code, fraction: fraction))
+            },
+            .value("--fcm-apns-topic", "TOPIC", \.fcm.appleTopic, default: "com.example.pushbench",
+                   help: "apns-topic of the generated APNs request") { text, name throws(UsageError) in
+                guard !text.isEmpty, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                    throw UsageError("\(name): '\(text)' is not a bundle id")
+                }
+                return text
+            },
+        ])
+    }
+
+    /// `--listen`'s (host, port) as one value, so the table can store it in one step.
+    var listen: (host: String, port: Int) {
+        get { (host, port) }
+        set { (host, port) = newValue }
+    }
+
+    /// `KEY=FRACTION` (`--fail`, `--fcm-fail`): the key looked up by `lookup`, the fraction 0...1 or a percentage.
+    static func keyedFraction<Key>(_ value: String, _ name: String, key: String, unknown: String,
+                                   _ lookup: (String) -> Key?) throws(UsageError) -> (Key, Double) {
+        guard let eq = value.firstIndex(of: "=") else { throw UsageError("\(name): '\(value)' is not \(key)=FRACTION") }
+        let keyName = String(value[..<eq])
+        guard let found = lookup(keyName) else { throw UsageError("\(name): '\(keyName)' is not \(unknown)") }
+        return (found, try fraction(String(value[value.index(after: eq)...]), name))
+    }
+
+    /// `HOST:PORT` or `[IPv6]:PORT`; port 0 picks a free one.
+    static func listenAddress(_ value: String, _ name: String) throws(UsageError) -> (host: String, port: Int) {
+        guard let colon = value.lastIndex(of: ":"), let p = Int(value[value.index(after: colon)...]),
+              (0...65535).contains(p) else { throw UsageError("\(name): '\(value)' is not HOST:PORT (e.g. 127.0.0.1:8080)") }
+        var h = String(value[..<colon])
+        if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
+        guard !h.isEmpty else { throw UsageError("\(name): '\(value)' has no host (e.g. 127.0.0.1:8080)") }
+        return (h, p)
+    }
+
+    /// `N` or `N/BURST` requests per second per token.
+    static func tokenRate(_ value: String, _ name: String) throws(UsageError) -> TokenRateLimit {
+        let parts = value.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let rate = Double(parts[0]), rate > 0, rate.isFinite else {
+            throw UsageError("\(name): '\(value)' is not a positive rate N or N/BURST")
+        }
+        var burst = max(1, rate)
+        if parts.count == 2 {
+            guard let b = Double(parts[1]), b >= 1, b.isFinite else {
+                throw UsageError("\(name): '\(value)' has a burst that is not a number ≥ 1")
+            }
+            burst = b
+        }
+        return TokenRateLimit(perSecond: rate, burst: burst)
+    }
+
+    /// A fraction of the token space per time unit (`0.01/s`), as a fraction per second; `pushbench run
+    /// --token-churn` reads its value with this too.
+    public static func tokenChurn(_ value: String, _ name: String) throws(UsageError) -> Double {
+        guard let r = try? Quantity.rate(value), r.perSecond <= 1 else {
+            throw UsageError("\(name): '\(value)' is not a fraction per time unit (e.g. 0.01/s)")
+        }
+        return r.perSecond
+    }
+}
+
+extension FCMConfiguration {
+    /// One `--topic-subscribers` value: `NAME=N` for a topic, `N` or `*=N` for every other topic.
+    mutating func addTopicSubscribers(_ value: String, _ name: String) throws(UsageError) {
+        func fail(_ why: String) -> UsageError { UsageError("\(name): '\(value)' \(why)") }
+        if let eq = value.firstIndex(of: "=") {
+            let topic = String(value[..<eq])
+            guard let n = Int(value[value.index(after: eq)...]), n >= 0 else { throw fail("has a count that is not a whole number ≥ 0") }
+            if topic == "*" { defaultSubscribers = n; return }
+            guard FCMNames.isValidTopic(topic) else { throw fail("has a topic name outside [a-zA-Z0-9-_.~%]") }
+            topicSubscribers[topic] = n
+        } else {
+            guard let n = Int(value), n >= 0 else { throw fail("is not NAME=N or N (e.g. news=100000)") }
+            defaultSubscribers = n
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import LoadGenerator
+import MockGateway
+import PushMetrics
+import PushPayload
+import PushVocabulary
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Set by the SIGINT handler during a run: the run ends early and still writes every file.
+/// A global because a C signal handler cannot capture context; an Atomic, so it is safe to touch from it.
+let interruptRequested = Atomic<Bool>(false)
+
+/// Clears ``interruptRequested`` and lets Ctrl-C set it for the run about to start (a second Ctrl-C while
+/// the results are being written ends the process at once). Returns the handler to put back afterwards.
+func catchInterrupts() -> __sighandler_t? {
+    interruptRequested.store(false, ordering: .relaxed)
+    let previous = signal(SIGINT) { _ in
+        if interruptRequested.exchange(true, ordering: .relaxed) { _exit(130) }
+    }
+    // A parent may have started us with SIGINT blocked (posix_spawn inherits the mask); Ctrl-C must work.
+    var unblock = sigset_t()
+    sigemptyset(&unblock)
+    sigaddset(&unblock, SIGINT)
+    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+    return previous
+}
+
+/// One `pushbench run`: input checks (exit 2), the embedded gateway, the load run per encoder, the
+/// results folder, the printout.
+struct RunExecution {
+    let options: RunOptions
+
+    /// A bad input (exit 2), an unreachable target (exit 3) or a failure (exit 1), with the message to print.
+    struct Failure: Error {
+        var status: Int32
+        var message: String
+
+        init(status: Int32, message: String) {
+            self.status = status
+            self.message = message
+        }
+
+        /// A load run that could not start: exit 3 when the target was unreachable, else 1, and the
+        /// message says which.
+        init(_ error: LoadRunError) {
+            status = error.unreachable ? 3 : 1
+            message = error.unreachable ? "target unreachable: \(error.description)" : error.description
+        }
+    }
+
+    /// What the run does with its encoders: one measured run, or several in interleaved rounds, compared.
+    enum Plan: Equatable {
+        /// One encoder: one run folder labelled `--label`.
+        case single(EncoderVariant)
+        /// Several: a folder per encoder and a comparison (EncoderComparisonRun.swift).
+        case comparison([EncoderVariant])
+    }
+
+    /// The plan for `options`.
+    static func plan(_ options: RunOptions) -> Plan {
+        options.encoderVariants.count == 1 ? .single(options.encoderVariants[0]) : .comparison(options.encoderVariants)
+    }
+
+    func execute() -> Int32 {
+        do {
+            let (template, tokens, limit) = try loadInputs()
+            switch Self.plan(options) {
+            case .single(let encoder):
+                return try runOnce(encoder: encoder, label: options.label, template: template, tokens: tokens, limit: limit)
+            case .comparison:
+                return try EncoderComparisonExecution(run: self).execute(template: template, tokens: tokens, limit: limit)
+            }
+        } catch {
+            printError("pushbench run: \(error.message)")
+            return error.status
+        }
+    }
+
+    /// The payload template, the tokens and the size limit, or exit 2 naming the file, line and reason.
+    /// A template that can exceed the limit still loads: each request over it is counted PayloadTooLarge
+    /// and not sent (or sent with --send-oversize), as the run's contract says.
+    private func loadInputs() throws(Failure) -> (PayloadTemplate, DeviceTokens, Int) {
+        let tokens: DeviceTokens
+        switch options.tokens {
+        case .synthetic(let n):
+            tokens = DeviceTokens(synthetic: n, seed: options.seed)
+        case .file(let path):
+            let kind: DeviceTokens.Kind = options.pushProtocol == .fcm ? .fcm : .apns
+            do { tokens = try DeviceTokens(path: path, kind: kind) } catch { throw Failure(status: 2, message: error.description) }
+            guard tokens.count > 0 else { throw Failure(status: 2, message: "\(path): no device tokens in the file") }
+        }
+        let limit = PayloadLimits.limit(for: options.pushProtocol, pushType: options.pushType)
+        do throws(TemplateError) {
+            let template = try PayloadTemplate.forRun(path: options.payloadFile, protocol: options.pushProtocol,
+                                                      pushType: options.pushType,
+                                                      maxTokenLength: max(64, tokens.maxLength),
+                                                      allowOversize: true)
+            return (template, tokens, limit)
+        } catch {
+            throw Failure(status: 2, message: error.description)
+        }
+    }
+
+    private func runOnce(encoder: EncoderVariant, label: String, template: PayloadTemplate, tokens: DeviceTokens,
+                         limit: Int) throws(Failure) -> Int32 {
+        let (host, port, authority, gateway) = try startTarget()
+        defer { gateway?.stop() }
+
+        var config = options.loadConfiguration(host: host, port: port, authority: authority, template: template,
+                                               tokens: tokens, limit: limit)
+        config.encoder = encoder
+
+        var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds)
+        let previous = catchInterrupts()
+        defer { signal(SIGINT, previous) }
+        let result: LoadResult
+        do {
+            result = try LoadRun.run(config, progress: { snapshot, elapsed in display.show(snapshot, elapsed: elapsed) },
+                                     shouldStop: { interruptRequested.load(ordering: .relaxed) })
+        } catch {
+            display.finish()
+            throw Failure(error)
+        }
+        display.finish()
+        let gatewayStats = gateway?.stop()
+        if result.tokensExhausted {
+            printError("pushbench run: every token was answered as gone (\(result.stats.pruned.count) pruned); the run stopped early")
+        }
+
+        let record = makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
+        let folder: URL
+        do {
+            folder = try ResultsWriter.write(record, root: URL(fileURLWithPath: options.outputRoot))
+        } catch {
+            throw Failure(status: 1, message: "cannot write the results: \(error)")
+        }
+        if options.capture != nil, let g = gatewayStats {
+            let file = folder.appendingPathComponent("capture.json")
+            do { try Data((g.fcm.captureJSON + "\n").utf8).write(to: file) } catch {
+                throw Failure(status: 1, message: "cannot write \(file.path): \(error)")
+            }
+        }
+        if options.json {
+            printOut(ResultsWriter.summaryJSON(record, runID: folder.lastPathComponent).render())
+        } else if !options.quiet {
+            printSummary(record, result: result, folder: folder)
+        }
+        return 0
+    }
+}
+
+extension RunOptions {
+    /// The load generator's configuration for these options against `host:port` (the encoder is left at
+    /// its default; `pushbench run` and the encoder A/B set it per run or per round).
+    func loadConfiguration(host: String, port: Int, authority: String, template: PayloadTemplate,
+                           tokens: DeviceTokens, limit: Int) -> LoadConfiguration {
+        var config = LoadConfiguration(host: host, port: port, authority: authority, template: template, tokens: tokens)
+        config.pushProtocol = pushProtocol
+        if case .perSecond(let n) = rate { config.rate = n } else { config.rate = nil }
+        config.durationNs = UInt64(durationSeconds * 1e9)
+        config.warmupNs = UInt64(warmupSeconds * 1e9)
+        config.requests = requests
+        config.connections = connections
+        config.streams = streams
+        config.threads = threads
+        config.payloadLimit = limit
+        config.sendOversize = sendOversize
+        config.sendsApnsID = !noApnsID
+        config.topic = topic
+        config.pushType = pushType.rawValue
+        config.priority = priority
+        config.expiration = expiration
+        config.collapseID = collapseID
+        config.project = project
+        config.retries = retries
+        config.seed = seed
+        config.pruneGoneTokens = tokenChurnPerSecond != nil
+        if let q = paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
+        return config
+    }
+}

@@ -1,0 +1,67 @@
+import MockGateway
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension RunExecution {
+    /// Where the run sends: `--target` resolved to a numeric address, or the embedded gateway started on
+    /// a free loopback port (the caller stops it when the run ends).
+    func startTarget() throws(Failure) -> (host: String, port: Int, authority: String, gateway: EmbeddedGateway?) {
+        if let target = options.target {
+            let (host, port, authority) = try resolveTarget(target)
+            return (host, port, authority, nil)
+        }
+        let gateway: EmbeddedGateway
+        do { gateway = try EmbeddedGateway.start(options.embeddedGateway ?? GatewayConfiguration()) } catch {
+            throw Failure(status: 3, message: "cannot start the embedded gateway: \(error)")
+        }
+        return (gateway.host, gateway.port, "\(gateway.host):\(gateway.port)", gateway)
+    }
+
+    func resolveTarget(_ url: String) throws(Failure) -> (String, Int, String) {
+        if url.hasPrefix("https://") {
+            throw Failure(status: 2, message: "--target: '\(url)': TLS is not supported yet; use http:// (h2c, prior knowledge)")
+        }
+        var rest = Substring(url.dropFirst("http://".count))
+        if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
+        var host: Substring, portText: Substring?
+        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            portText = after.hasPrefix(":") ? after.dropFirst() : nil
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = rest[..<colon]
+            portText = rest[rest.index(after: colon)...]
+        } else {
+            host = rest
+            portText = nil
+        }
+        guard !host.isEmpty else { throw Failure(status: 2, message: "--target: '\(url)' has no host") }
+        let port: Int
+        if let portText {
+            guard let p = Int(portText), p > 0 && p < 65536 else {
+                throw Failure(status: 2, message: "--target: '\(url)': '\(portText)' is not a port")
+            }
+            port = p
+        } else {
+            port = 80
+        }
+        let authority = String(rest)
+        // The transport connects to numeric addresses; resolve a name once, before any traffic.
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(String(host), nil, &hints, &list)
+        guard rc == 0, let first = list else {
+            throw Failure(status: 3, message: "--target: cannot resolve '\(host)': \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(list) }
+        var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        guard getnameinfo(first.pointee.ai_addr, first.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0,
+                          NI_NUMERICHOST) == 0 else {
+            throw Failure(status: 3, message: "--target: cannot resolve '\(host)'")
+        }
+        let numeric = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return (numeric, port, authority)
+    }
+}

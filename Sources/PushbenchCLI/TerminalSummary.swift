@@ -1,0 +1,33 @@
+import Foundation
+import LoadGenerator
+import PushMetrics
+
+extension RunExecution {
+    func printSummary(_ record: RunRecord, result r: LoadResult, folder: URL) {
+        let c = record.counts
+        let f = ProgressDisplay.fixed
+        let target = record.config.rps.map { "target \($0)" } ?? "closed loop"
+        printOut("\(folder.path)\(record.interrupted ? "  (interrupted)" : "")")
+        printOut("  requests   sent \(c.sent)  ok \(c.succeeded)  failed \(c.failed)  transport errors \(c.transportErrors)"
+                 + "  unfinished \(c.unfinished)\(r.measured.notSent > 0 ? "  not sent \(r.measured.notSent)" : "")")
+        if r.warmup.sent > 0 {
+            printOut("  warm-up    sent \(r.warmup.sent)  ok \(r.warmup.succeeded) in the first \(f(options.warmupSeconds, 1)) s,"
+                     + " kept out of every figure here")
+        }
+        if options.tokenChurnPerSecond != nil {
+            printOut("  tokens     pruned \(r.stats.pruned.count)\(r.tokensExhausted ? " (all: the run stopped)" : "")")
+        }
+        printOut("  throughput \(f(record.achievedRPS, 1)) rps (\(target))  backlog max \(r.stats.maxBacklog)"
+                 + "  client cpu \(f(record.cpuUserSeconds + record.cpuSystemSeconds, 2)) s")
+        for (name, h) in [("latency   ", record.latency), ("service   ", record.serviceTime)] {
+            let ms = { (v: Int64) in ProgressDisplay.milliseconds(Int(v)) }
+            printOut("  \(name) p50 \(ms(h.valueAtPercentile(50)))  p90 \(ms(h.valueAtPercentile(90)))"
+                     + "  p99 \(ms(h.valueAtPercentile(99)))  p99.9 \(ms(h.valueAtPercentile(99.9)))  max \(ms(h.max))")
+        }
+        // The host's share of the tail, where a VM reports it: read p99 beside it.
+        if let steal = r.stealSeconds {
+            printOut("  machine    steal \(f(steal * 1000, 0)) ms during the run  driver preemptions \(r.stats.involuntarySwitches)"
+                     + (r.loadAverageAtStart.map { "  load \(f($0, 2)) at start" } ?? ""))
+        }
+    }
+}
