@@ -13,6 +13,8 @@ let package = Package(
     products: [
         .executable(name: "pushbench", targets: ["pushbench"]),
         .executable(name: "pushbench-benchmarks", targets: ["PushBenchmarks"]),
+        // pushbench with test-only seams (the nightly gate's slowed encoder); for tests and scripts/nightly.
+        .executable(name: "pushbench-testing", targets: ["pushbench-testing"]),
     ],
     targets: [
         // C bridges: module.modulemap + shim.h + pkg-config, as swift-nio bridges its C dependencies.
@@ -43,12 +45,19 @@ let package = Package(
             path: "Benchmarks/PushBenchmarks"
         ),
 
+        // Test support: code only tests and the test build of the command use, kept out of pushbench.
+        .target(name: "PushbenchTestSupport", dependencies: ["LoadGenerator", "PushPayload"],
+                path: "Tests/Support/PushbenchTestSupport"),
+        .executableTarget(name: "pushbench-testing", dependencies: ["PushbenchCLI", "PushbenchTestSupport"],
+                          path: "Tests/Support/pushbench-testing"),
+
         .testTarget(name: "PushVocabularyTests", dependencies: ["PushVocabulary", "CAllocCounter"]),
         .testTarget(name: "PushPayloadTests", dependencies: ["PushPayload", "PushVocabulary", "CAllocCounter"]),
         .testTarget(name: "PushMetricsTests", dependencies: ["PushMetrics", "CAllocCounter"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "CAllocCounter"]),
         .testTarget(name: "MockGatewayTests", dependencies: ["MockGateway", "PushTransport", "PushPayload", "PushVocabulary", "CAllocCounter"]),
-        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushVocabulary", "CAllocCounter"]),
+        .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushVocabulary", "CAllocCounter",
+                                                          "PushbenchTestSupport"]),
         .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI", "PushVocabulary"]),
     ],
     swiftLanguageModes: [.v6]

@@ -66,6 +66,12 @@ public struct LoadRunError: Error, CustomStringConvertible {
     public var description: String
     /// Whether the target could not be reached (exit status 3).
     public var unreachable: Bool
+
+    /// An error; see the properties.
+    public init(description: String, unreachable: Bool) {
+        self.description = description
+        self.unreachable = unreachable
+    }
 }
 
 /// Runs a load test: starts `threads` driver threads, waits until each has a connection, starts every

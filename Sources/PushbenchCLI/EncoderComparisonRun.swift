@@ -28,14 +28,11 @@ struct EncoderComparisonExecution {
             }
             roundNs = ns
         }
-        let slowdown: TestSlowdown?
-        do { slowdown = try TestSlowdown.fromEnvironment(environment) } catch {
+        let slowdown: EncoderStandIn?
+        do { slowdown = try EncoderStandIn.requested(by: environment) } catch {
             throw Failure(status: 2, message: error.description)
         }
-        if let s = slowdown {
-            printError("pushbench: \(TestSlowdown.environmentVariable) is set: encoder \(s.variant.rawValue) spins "
-                       + "\(s.nanoseconds / 1000) µs per payload (a test of the regression gate, not a measurement)")
-        }
+        if let s = slowdown { printError("pushbench: \(s.notice)") }
 
         let (host, port, authority, gateway) = try run.startTarget()
         defer { gateway?.stop() }
@@ -103,7 +100,7 @@ struct EncoderComparisonExecution {
                 ("process_cpu_s", .double(Self.round3(v.processCPUSeconds))),
             ]
             if let s = slowdown, s.variant == v.variant {
-                ab.append(("test_slowdown_us", .double(Double(s.nanoseconds) / 1000)))
+                ab.append(("test_slowdown_us", .double(Double(s.addedNanoseconds) / 1000)))
             }
             record.extra.append(("ab", .object(ab)))
             let folder: URL

@@ -3,6 +3,7 @@ import Testing
 import MockGateway
 import PushMetrics
 import PushPayload
+import PushbenchTestSupport
 @testable import LoadGenerator
 
 /// Encoder A/B in one invocation: the round-robin schedule, the merged per-variant results against one
@@ -98,8 +99,16 @@ import PushPayload
 
     // MARK: Command line
 
-    private func pushbench(_ args: [String], environment extra: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
-        try PushbenchBinary.run(args) { env in
+    /// Runs `pushbench args`, or `pushbench-testing args` (`testing`), whose slowed encoder the
+    /// environment can select.
+    private func pushbench(_ args: [String], testing: Bool = false,
+                           environment extra: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
+        var executable: URL?
+        if testing {
+            let binary: URL = try #require(PushbenchBinary.testingURL, "build pushbench-testing first (swift build --build-tests)")
+            executable = binary
+        }
+        return try PushbenchBinary.run(args, executable: executable) { env in
             env.removeValue(forKey: TestSlowdown.environmentVariable)
             env.removeValue(forKey: ComparisonSchedule.roundEnvironmentVariable)
             for (k, v) in extra { env[k] = v }
@@ -117,7 +126,7 @@ import PushPayload
     private func slowedABRun() throws -> URL {
         let out = tempDir()
         let r = try pushbench(["--encoder", "zerocopy,copy", "--rps", "100", "--duration", "1s", "--connections", "2",
-                               "--label", "ab", "--out", out.path],
+                               "--label", "ab", "--out", out.path], testing: true,
                               environment: [ComparisonSchedule.roundEnvironmentVariable: "250ms",
                                             TestSlowdown.environmentVariable: "copy:5ms"])
         #expect(r.status == 0, "\(r.err)")
@@ -194,11 +203,11 @@ import PushPayload
     }
 
     private func nightly(_ args: [String], environment extra: [String: String]) throws -> (status: Int32, out: String, err: String) {
-        let bin = try #require(PushbenchBinary.url, "build the pushbench binary first (swift build --build-tests)")
+        let bin = try #require(PushbenchBinary.testingURL, "build pushbench-testing first (swift build --build-tests)")
         return try PushbenchBinary.run([Self.repository.appendingPathComponent("scripts/nightly").path] + args,
                                        executable: URL(fileURLWithPath: "/bin/bash")) { env in
             env.removeValue(forKey: TestSlowdown.environmentVariable)
-            // The script's own matrix shrunk to one low rate, on this build's binary.
+            // The script's own matrix shrunk to one low rate, on this build's test binary (the slowed encoder).
             env["PUSHBENCH_BIN"] = bin.path
             env["PUSHBENCH_NIGHTLY_RATES"] = "400"
             env[ComparisonSchedule.roundEnvironmentVariable] = "250ms"
@@ -243,6 +252,20 @@ import PushPayload
         #expect(missing.err.contains("--update-baseline"))
     }
 
+    @Test func pushbenchItselfHasNoSlowedEncoder() throws {
+        let out = tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try pushbench(["--encoder", "zerocopy,copy", "--rps", "100", "--duration", "250ms", "--warmup", "0s",
+                               "--connections", "1", "--label", "plain", "--out", out.path, "--quiet"],
+                              environment: [ComparisonSchedule.roundEnvironmentVariable: "250ms",
+                                            TestSlowdown.environmentVariable: "copy:5ms"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(!r.err.contains(TestSlowdown.environmentVariable))
+        let runs = try FileManager.default.contentsOfDirectory(atPath: out.path)
+        #expect(runs.contains { $0.hasSuffix("-plain-copy") }, "\(runs)")
+        #expect(!runs.contains { $0.contains("test-slowed") }, "\(runs)")
+    }
+
     @Test func abRunRejectsBadInputWithExitTwo() throws {
         let out = tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
@@ -250,7 +273,7 @@ import PushPayload
         #expect(twice.status == 2)
         #expect(twice.err.contains("'copy' is given twice"))
         let slow = try pushbench(["--encoder", "zerocopy,copy", "--duration", "1s", "--out", out.path, "--quiet"],
-                                 environment: [TestSlowdown.environmentVariable: "copy"])
+                                 testing: true, environment: [TestSlowdown.environmentVariable: "copy"])
         #expect(slow.status == 2)
         #expect(slow.err.contains(TestSlowdown.environmentVariable))
         let round = try pushbench(["--encoder", "zerocopy,copy", "--duration", "1s", "--out", out.path, "--quiet"],

@@ -4,9 +4,14 @@ import Testing
 /// `pushbench` run as a user types it: the built binary (next to the test bundle; `swift build
 /// --build-tests` builds both), a temporary --out. Shared by every test that runs the command line.
 enum PushbenchBinary {
-    static var url: URL? {
+    static var url: URL? { built("pushbench") }
+
+    /// `pushbench-testing`: the command with the test-only seams (the slowed encoder) filled.
+    static var testingURL: URL? { built("pushbench-testing") }
+
+    private static func built(_ name: String) -> URL? {
         let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let candidate = exe.deletingLastPathComponent().appendingPathComponent("pushbench")
+        let candidate = exe.deletingLastPathComponent().appendingPathComponent(name)
         return FileManager.default.isExecutableFile(atPath: candidate.path) ? candidate : nil
     }
 

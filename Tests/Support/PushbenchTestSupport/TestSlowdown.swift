@@ -1,10 +1,11 @@
+import LoadGenerator
 import PushPayload
 
-/// A deliberately slowed encoder, for testing the nightly's regression gate only (docs/nightly.md):
-/// selected by the environment variable `PUSHBENCH_TEST_SLOW_ENCODER=<variant>:<time>` (e.g.
-/// `copy:20us`), never by an option, so users do not meet it. The named variant burns `time` of CPU per
-/// payload before encoding as usual: it spins rather than sleeps, because a slow encoder costs CPU, so
-/// CPU per million pushes rises as well as latency. The bytes sent are unchanged.
+/// A deliberately slowed encoder, for checking the nightly's regression gate (docs/nightly.md): selected
+/// by the environment variable `PUSHBENCH_TEST_SLOW_ENCODER=<variant>:<time>` (e.g. `copy:20us`) in the
+/// test build of the command, `pushbench-testing`, never in pushbench. The named variant burns `time` of
+/// CPU per payload before encoding as usual: it spins rather than sleeps, because a slow encoder costs
+/// CPU, so CPU per million pushes rises as well as latency. The bytes sent are unchanged.
 public struct TestSlowdown: Sendable, Equatable {
     /// The environment variable that selects it.
     public static let environmentVariable = "PUSHBENCH_TEST_SLOW_ENCODER"
@@ -40,13 +41,19 @@ public struct TestSlowdown: Sendable, Equatable {
         return try parse(text)
     }
 
-    /// Makes `config`'s driver threads build the slowed encoder for ``variant`` (others are untouched).
-    public func apply(to config: inout LoadConfiguration) {
-        let slowed = variant, ns = nanoseconds
-        config.encoderFactory = { v, template in
-            let inner = makePayloadEncoder(v, template: template)
-            return v == slowed ? SlowedEncoder(inner, spinNanoseconds: ns) : inner
-        }
+    /// The stand-in encoder for ``variant``: the real one, slowed.
+    public var standIn: EncoderStandIn {
+        let ns = nanoseconds, v = variant
+        return EncoderStandIn(
+            variant: v, addedNanoseconds: ns,
+            notice: "\(Self.environmentVariable) is set: encoder \(v.rawValue) spins \(ns / 1000) µs per payload "
+                + "(a test of the regression gate, not a measurement)",
+            make: { template in SlowedEncoder(makePayloadEncoder(v, template: template), spinNanoseconds: ns) })
+    }
+
+    /// Makes every run of this process read ``environmentVariable`` (the test build's main calls it).
+    public static func install() {
+        EncoderStandIn.install { environment throws(LoadRunError) in try fromEnvironment(environment)?.standIn }
     }
 }
 
