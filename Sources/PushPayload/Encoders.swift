@@ -54,12 +54,9 @@ public final class ZeroCopyEncoder: PayloadEncoder, Sendable {
     /// Writes the payload straight into `slot`; `nil` when it does not fit. Allocates nothing.
     @inline(__always)
     public func encode(_ request: RequestContext, into slot: UnsafeMutableRawBufferPointer) -> Int? {
-        if let bound = template.lengthBound, bound <= slot.count, let base = slot.baseAddress {
-            return template.write(request, to: base)
-        }
-        guard template.encodedLength(request) <= slot.count, let base = slot.baseAddress else {
-            return template.encodedLength(request) == 0 ? 0 : nil
-        }
+        guard let base = slot.baseAddress else { return nil }
+        if let bound = template.lengthBound, bound <= slot.count { return template.write(request, to: base) }
+        guard template.encodedLength(request) <= slot.count else { return nil }
         return template.write(request, to: base)
     }
 }
@@ -87,9 +84,8 @@ public final class CopyEncoder: PayloadEncoder {
 
     deinit { buf.deallocate() }
 
-    /// Encodes into the scratch buffer; the bytes are valid until the next call. (What nghttp2's
-    /// ordinary read callback would copy from.)
-    public func encodeToScratch(_ request: RequestContext) -> UnsafeRawBufferPointer {
+    // Encodes into the scratch buffer; the bytes are valid until the next call.
+    private func encodeToScratch(_ request: RequestContext) -> UnsafeRawBufferPointer {
         length = 0
         uuidIndex = 0
         walk(template.root, request)
@@ -223,8 +219,8 @@ public final class FoundationEncoder: PayloadEncoder {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     }
 
-    /// The payload as Data (what a provider hands its HTTP client).
-    public func encodeData(_ request: RequestContext) -> Data {
+    // The payload as Data (what a provider hands its HTTP client).
+    private func encodeData(_ request: RequestContext) -> Data {
         var uuidIndex = 0
         let value = FoundationValue.resolve(template.root, request, &uuidIndex)
         // Only non-finite doubles can fail, and the compiler rejected those.
