@@ -90,11 +90,10 @@ final class DriverThread<Builder: RequestBuilder> {
     }
 
     // A response frees a stream. While the pacing timer is armed nothing waits for a stream (the last pump
-    // sent everything due), so the timer's next wakeup sends what falls due meanwhile, all in one batch
-    // per wakeup. Pumping here as well would send each request as it falls due, between wakeups: one
-    // writev here and one read + writev at the target per request, at 50k rps twice the syscalls and
-    // the CPU of batching per wakeup, for at most one quantum less lateness. With no timer armed (a
-    // request waits for a stream, retries are queued, the closed loop) the freed stream is refilled now.
+    // sent everything due), so the timer's next wakeup sends what falls due meanwhile, in one batch;
+    // pumping here as well would send each request alone as it falls due, a writev here and a read and a
+    // writev at the target each (docs/loadgen.md "Pacing"). With no timer armed (a request waits for a
+    // stream, retries are queued, the closed loop) the freed stream is refilled now.
     @inline(__always) private func responded() {
         if armedDeadline == 0 { pump() }
     }

@@ -68,13 +68,9 @@ public struct LoadConfiguration: Sendable {
     /// value wakes it at most once per quantum and sends everything due. Either way latency is measured
     /// from the exact intended time, so a coarser step only adds its lateness (< one quantum) to it.
     /// Default: ``automaticPacingQuantumNs``: exact up to 20k rps per thread; above, one wakeup per 5
-    /// requests of the schedule, kept within 50-200 µs (100 µs at 50k rps, 50 µs at 100k). Each wakeup
-    /// costs a fixed CPU price (epoll, timerfd read, a writev whose loopback delivery the sender pays, then
-    /// the read of the answers) on top of the per-request work; at 50k rps on the 2-core VM the client
-    /// used ~0.9 core with 50 µs steps, ~0.63 with 100 µs and ~0.52 with 160 µs. 160 µs was the default
-    /// until interleaved runs showed its corrected p99 at 1.85 ms (median of 10) against 0.97 ms at
-    /// 100 µs (median of 7): on a VM a vCPU left idle longer is the one the host takes away and wakes
-    /// late (docs/loadgen.md "Pacing").
+    /// requests of the schedule, kept within 50-200 µs (100 µs at 50k rps, 50 µs at 100k), because each
+    /// wakeup has a fixed CPU price while a vCPU left idle longer is woken later by the host
+    /// (docs/loadgen.md "Pacing" has the measurements).
     public var pacingQuantumNs: UInt64 = LoadConfiguration.automaticPacingQuantumNs
     /// Marker for "choose the quantum from the rate".
     public static let automaticPacingQuantumNs = UInt64.max
@@ -95,8 +91,8 @@ public struct LoadConfiguration: Sendable {
     public var pruneGoneTokens = false
     /// Bound on TCP connect plus the peer's first SETTINGS.
     public var connectTimeoutMilliseconds: UInt64 = 3_000
-    /// Builds each driver thread's payload encoder; nil uses `makePayloadEncoder`. A seam for tests (the
-    /// nightly's deliberately slowed encoder, docs/nightly.md), not a user option.
+    /// Builds each driver thread's payload encoder; nil uses `makePayloadEncoder`. A seam for tests
+    /// (``EncoderStandIn``), not a user option.
     public var encoderFactory: (@Sendable (EncoderVariant, PayloadTemplate) -> any PayloadEncoder)?
 
     /// A configuration with the defaults of `pushbench run`.
