@@ -4,13 +4,26 @@ import PushTransport
 import Synchronization
 import Testing
 
-/// Interoperability with real HTTP/2 peers: nghttpd (server), h2load and curl (clients).
+/// A peer program a test needs is not installed (scripts/setup installs every one).
+struct MissingPeer: Error, CustomStringConvertible {
+    var name: String
+    var description: String { "\(name) is not installed; scripts/setup installs it" }
+}
+
+/// Interoperability with real HTTP/2 peers: nghttpd (server), h2load and curl (clients). A missing
+/// peer fails the test: passing without the peer would say nothing about interoperability.
 @Suite struct RealPeerTests {
-    static func binary(_ name: String) -> String? {
+    /// The path of peer program `name`.
+    static func peer(_ name: String) throws -> String {
         for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin"] where FileManager.default.isExecutableFile(atPath: "\(dir)/\(name)") {
             return "\(dir)/\(name)"
         }
-        return nil
+        throw MissingPeer(name: name)
+    }
+
+    @Test func aMissingPeerFailsInsteadOfSkipping() throws {
+        #expect(throws: MissingPeer.self) { try Self.peer("pushbench-no-such-peer") }
+        #expect(try Self.peer("curl").hasSuffix("/curl"))
     }
 
     /// Runs a process to completion (bounded by `timeout`), returning (status, stdout).
@@ -86,10 +99,7 @@ import Testing
     }
 
     @Test func ourClientAgainstNghttpd() throws {
-        guard let nghttpd = Self.binary("nghttpd") else {
-            print("SKIP ourClientAgainstNghttpd: nghttpd not installed (apt-get install nghttp2-server)")
-            return
-        }
+        let nghttpd = try Self.peer("nghttpd")
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pb-nghttpd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -137,10 +147,7 @@ import Testing
     }
 
     @Test func h2loadAgainstOurServer() throws {
-        guard let h2load = Self.binary("h2load") else {
-            print("SKIP h2loadAgainstOurServer: h2load not installed (apt-get install nghttp2-client)")
-            return
-        }
+        let h2load = try Self.peer("h2load")
         let server = try BackgroundServer()
         defer { server.stop() }
         let bodyFile = FileManager.default.temporaryDirectory.appendingPathComponent("pb-h2load-\(getpid()).json")
@@ -154,10 +161,7 @@ import Testing
     }
 
     @Test func curlAgainstOurServer() throws {
-        guard let curl = Self.binary("curl") else {
-            print("SKIP curlAgainstOurServer: curl not installed")
-            return
-        }
+        let curl = try Self.peer("curl")
         let server = try BackgroundServer()
         defer { server.stop() }
         let (status, out) = try Self.run(curl, ["-sS", "--http2-prior-knowledge", "-m", "20", "-d", "{\"a\":1}",
