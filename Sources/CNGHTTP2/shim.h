@@ -2,14 +2,12 @@
 #ifndef PB_CNGHTTP2_SHIM_H
 #define PB_CNGHTTP2_SHIM_H
 #include <nghttp2/nghttp2.h>
-#include <string.h>
 
 // nghttp2_frame is a C union; these read the members Swift would otherwise reach through unsafe rebinding.
 static inline uint8_t pb_frame_type(const nghttp2_frame *f) { return f->hd.type; }
 static inline uint8_t pb_frame_flags(const nghttp2_frame *f) { return f->hd.flags; }
 static inline int32_t pb_frame_stream_id(const nghttp2_frame *f) { return f->hd.stream_id; }
 static inline nghttp2_headers_category pb_frame_headers_category(const nghttp2_frame *f) { return f->headers.cat; }
-static inline uint32_t pb_frame_rst_error_code(const nghttp2_frame *f) { return f->rst_stream.error_code; }
 static inline int32_t pb_frame_goaway_last_stream_id(const nghttp2_frame *f) { return f->goaway.last_stream_id; }
 static inline uint32_t pb_frame_goaway_error_code(const nghttp2_frame *f) { return f->goaway.error_code; }
 static inline const uint8_t *pb_frame_goaway_data(const nghttp2_frame *f) { return f->goaway.opaque_data; }

@@ -6,18 +6,15 @@
 #include <errno.h>
 #include <unistd.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <string.h>
 #include <time.h>
 
 // libuv's handle "inheritance" is first-member layout; Swift cannot cast between the structs.
 static inline uv_stream_t *pb_tcp_as_stream(uv_tcp_t *t) { return (uv_stream_t *)t; }
 static inline uv_handle_t *pb_tcp_as_handle(uv_tcp_t *t) { return (uv_handle_t *)t; }
-static inline uv_handle_t *pb_stream_as_handle(uv_stream_t *s) { return (uv_handle_t *)s; }
 static inline uv_handle_t *pb_timer_as_handle(uv_timer_t *t) { return (uv_handle_t *)t; }
 static inline uv_handle_t *pb_async_as_handle(uv_async_t *a) { return (uv_handle_t *)a; }
 static inline uv_handle_t *pb_poll_as_handle(uv_poll_t *p) { return (uv_handle_t *)p; }
@@ -49,7 +46,8 @@ static inline uint64_t pb_monotonic_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-// timerfd with absolute first expiry + interval in ns (Swift would need itimerspec plumbing per call).
+// timerfd with absolute first expiry + interval in ns (Swift would need itimerspec plumbing per call);
+// both zero disarms it.
 static inline int pb_timerfd_create(void) { return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); }
 static inline int pb_timerfd_arm(int fd, uint64_t first_abs_ns, uint64_t interval_ns) {
     struct itimerspec its;
@@ -57,7 +55,6 @@ static inline int pb_timerfd_arm(int fd, uint64_t first_abs_ns, uint64_t interva
     its.it_value.tv_nsec = (long)(first_abs_ns % 1000000000ull);
     its.it_interval.tv_sec = (time_t)(interval_ns / 1000000000ull);
     its.it_interval.tv_nsec = (long)(interval_ns % 1000000000ull);
-    if (first_abs_ns == 0 && interval_ns == 0) { /* disarm */ }
     return timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 // Reads the expiration count; 0 when nothing expired (EAGAIN), so the poll callback stays branch-light.

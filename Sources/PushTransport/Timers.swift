@@ -75,8 +75,8 @@ public final class PreciseTimer {
 
     deinit {
         uv_poll_stop(poll)
-        poll.pointee.data = nil
-        // The fd must outlive the poll handle's registration, so it is closed with it.
+        // The fd must outlive the poll handle's registration, so the close callback closes it; the
+        // handle's data now points at the fd instead of this timer.
         let fdBox = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
         fdBox.pointee = fd
         poll.pointee.data = UnsafeMutableRawPointer(fdBox)
