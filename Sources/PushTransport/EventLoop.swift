@@ -20,12 +20,12 @@ public final class EventLoop {
     public let handle: EventLoopHandle
     private let prepare: UnsafeMutablePointer<uv_prepare_t>
     private let check: UnsafeMutablePointer<uv_check_t>
-    /// Sessions with output queued during this loop turn; flushed once per turn (one write each).
-    private var dirty: [HTTP2Session] = []
-    /// One read buffer for every connection of the loop: reads are consumed synchronously by nghttp2.
+    /// Objects with output queued during this loop turn; flushed once per turn (one write each).
+    private var dirty: [any LoopFlushable] = []
+    /// One read buffer for every connection of the loop: whoever reads consumes it synchronously.
     let readBuffer: UnsafeMutableRawBufferPointer
-    /// nghttp2's allocator for every session of this loop (counts, and pools small blocks).
-    public let nghttp2Memory = NGHTTP2Memory()
+    /// One object per type that other layers keep per loop (see `local(_:_:)`).
+    private var locals: [ObjectIdentifier: AnyObject] = [:]
     private var closed = false
     private var stopRequested = false
 
@@ -137,11 +137,12 @@ public final class EventLoop {
         }
     }
 
-    /// Queues a session for the end-of-turn flush (idempotent per turn).
-    @inline(__always) func scheduleFlush(_ session: HTTP2Session) {
-        if session.flushScheduled { return }
-        session.flushScheduled = true
-        dirty.append(session)
+    /// Queues `item` for the end-of-turn flush (idempotent per turn). Generic so that a caller's
+    /// concrete type is specialized in: the per-request check of `flushScheduled` is a field read.
+    @inline(__always) func scheduleFlush<Item: LoopFlushable>(_ item: Item) {
+        if item.flushScheduled { return }
+        item.flushScheduled = true
+        dirty.append(item)
     }
 
     private func flushDirty() {
@@ -149,12 +150,22 @@ public final class EventLoop {
         // A flush may schedule more work (write completes synchronously, streams close); loop by index.
         var i = 0
         while i < dirty.count {
-            let s = dirty[i]
-            s.flushScheduled = false
-            s.flush()
+            let item = dirty[i]
+            item.flushScheduled = false
+            item.flush()
             i += 1
         }
         dirty.removeAll(keepingCapacity: true)
+    }
+
+    /// The loop's one instance of `type`, created by `make` on first use: per-loop state of a layer
+    /// above (the HTTP/2 sessions' allocator) without the loop knowing that layer.
+    func local<T: AnyObject>(_ type: T.Type, _ make: () -> T) -> T {
+        let key = ObjectIdentifier(type)
+        if let existing = locals[key] { return unsafeDowncast(existing, to: T.self) }
+        let created = make()
+        locals[key] = created
+        return created
     }
 
     private func drainCrossThread() {
@@ -165,52 +176,11 @@ public final class EventLoop {
 
 @available(*, unavailable) extension EventLoop: Sendable {}
 
-/// A `Sendable` reference to an `EventLoop`: stop it, or run a closure on its thread.
-///
-/// Meant for rare control messages (shutdown, a report tick), not for per-request work.
-public final class EventLoopHandle: Sendable {
-    // uv_async_send is the one libuv call documented as thread-safe; the pointer is only sent to it
-    // under the mutex while the loop is open, and closed by the loop after `markClosed()`.
-    nonisolated(unsafe) let async: UnsafeMutablePointer<uv_async_t>
-    let stopFlag = Atomic<Bool>(false)
-    private let state = Mutex<State>(State())
-
-    private struct State: ~Copyable {
-        var closed = false
-        var jobs: [@Sendable () -> Void] = []
-    }
-
-    init(async: UnsafeMutablePointer<uv_async_t>) { self.async = async }
-
-    /// Asks the loop to stop; `run()` returns after the current iteration. Safe from any thread.
-    public func stop() {
-        stopFlag.store(true, ordering: .releasing)
-        wake()
-    }
-
-    /// Runs `body` on the loop's thread during a later iteration; returns false if the loop is closed.
-    @discardableResult
-    public func execute(_ body: @escaping @Sendable () -> Void) -> Bool {
-        return state.withLock { s in
-            if s.closed { return false }
-            s.jobs.append(body)
-            uv_async_send(async)
-            return true
-        }
-    }
-
-    private func wake() {
-        state.withLock { s in
-            if !s.closed { uv_async_send(async) }
-        }
-    }
-
-    func takeJob() -> (@Sendable () -> Void)? {
-        state.withLock { s in s.jobs.isEmpty ? nil : s.jobs.removeFirst() }
-    }
-
-    func markClosed() {
-        state.withLock { s in s.closed = true; s.jobs.removeAll() }
-    }
+/// Work an `EventLoop` runs at the end of a loop turn, after the I/O and timer callbacks that queued
+/// it: an HTTP/2 session writing everything its streams queued during the turn as one batch.
+protocol LoopFlushable: AnyObject {
+    /// True while the item waits in the loop's flush list (so it is queued once per turn).
+    var flushScheduled: Bool { get set }
+    /// Writes what was queued; may queue more work, which runs in the same pass.
+    func flush()
 }
-

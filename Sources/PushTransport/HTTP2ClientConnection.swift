@@ -1,230 +1,8 @@
 import CNGHTTP2
 import CUV
 
-/// Settings of an `HTTP2ClientConnection`.
-public struct HTTP2ClientConfiguration: Sendable {
-    /// Local cap on streams in flight; the effective limit is min(this, the peer's SETTINGS_MAX_CONCURRENT_STREAMS).
-    public var maxConcurrentStreams: Int = 1000
-    /// Bytes of preallocated body memory per stream slot (zero-copy mode writes the payload here).
-    public var slotBodyCapacity: Int = 8 * 1024
-    /// Bounds the TCP connect plus the wait for the peer's first SETTINGS.
-    public var connectTimeoutMilliseconds: UInt64 = 5000
-    /// SETTINGS_INITIAL_WINDOW_SIZE announced to the peer (how much response body it may send per stream).
-    public var initialWindowSize: Int = 1 << 20
-    /// Connection-level receive window announced with a WINDOW_UPDATE at start.
-    public var connectionWindowSize: Int = 16 << 20
-    /// Bytes of the per-connection staging buffer (HEADERS, SETTINGS, DATA frame headers).
-    public var stagingCapacity: Int = 64 * 1024
-    /// iovecs per write batch (each zero-copy DATA frame uses one for its body).
-    public var iovCapacity: Int = 1024
-    /// Whether responses carry their header fields (`HTTP2Response.headers`). A caller that needs only
-    /// the status and the body turns this off and saves copying every field of every response.
-    public var keepsResponseHeaders: Bool = true
-    /// Creates the defaults.
-    public init() {}
-}
-
-/// Timestamps of one stream, monotonic ns (`EventLoop.nowNanoseconds()`); 0 when it did not happen.
-public struct HTTP2StreamTiming: Sendable {
-    /// When `submit` was called.
-    public var submitted: UInt64
-    /// When the request HEADERS frame was handed to the socket batch.
-    public var headersSent: UInt64
-    /// When the response HEADERS began to arrive.
-    public var responseHeadersReceived: UInt64
-    /// When the response ended (END_STREAM received) or the stream failed.
-    public var completed: UInt64
-}
-
-/// A complete response, delivered to `HTTP2ClientDelegate`. Views are valid during the callback only.
-public struct HTTP2Response {
-    /// The stream id.
-    public var streamID: Int32
-    /// The caller's context given to `submit`.
-    public var context: UInt64
-    /// The `:status` value.
-    public var status: Int
-    /// The response header fields (pseudo-headers excluded).
-    public var headers: HTTP2HeaderList
-    /// The response body.
-    public var body: UnsafeRawBufferPointer
-    /// Timestamps of the stream.
-    public var timing: HTTP2StreamTiming
-}
-
-/// Why a stream ended without a response.
-public enum HTTP2StreamFailureReason: Sendable, Equatable {
-    /// The peer reset the stream (RST_STREAM) with this HTTP/2 error code.
-    case reset(errorCode: UInt32)
-    /// The peer refused the stream (REFUSED_STREAM, or above a GOAWAY's last stream id): safe to retry.
-    case refused
-    /// The connection closed with the stream open.
-    case connectionLost
-    /// The request could not be sent (nghttp2 error code).
-    case notSent(code: Int32)
-}
-
-/// A stream that ended without a response.
-public struct HTTP2StreamFailure: Sendable {
-    /// The stream id (0 if never assigned).
-    public var streamID: Int32
-    /// The caller's context given to `submit`.
-    public var context: UInt64
-    /// Why.
-    public var reason: HTTP2StreamFailureReason
-    /// Timestamps of the stream.
-    public var timing: HTTP2StreamTiming
-}
-
-/// Receives a client connection's events, on the loop thread. All but `didReceive` have empty defaults.
-public protocol HTTP2ClientDelegate: AnyObject {
-    /// TCP connected and the peer's first SETTINGS arrived: requests may be submitted.
-    func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings)
-    /// The connect failed or timed out (e.g. ECONNREFUSED); the connection is closed.
-    func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError)
-    /// The peer sent new SETTINGS (e.g. a lower max concurrent streams).
-    func connection(_ connection: HTTP2ClientConnection, didUpdatePeerSettings settings: HTTP2Settings)
-    /// The peer sent GOAWAY; no more submits are accepted on this connection.
-    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway goAway: HTTP2GoAway)
-    /// A complete response.
-    func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response)
-    /// A stream ended without a response.
-    func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure)
-    /// The connection closed (after a successful connect), with the reason; open streams were reported failed first.
-    func connectionDidClose(_ connection: HTTP2ClientConnection, error: TransportError)
-}
-
-extension HTTP2ClientDelegate {
-    /// Default: ignore.
-    public func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) {}
-    /// Default: ignore.
-    public func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError) {}
-    /// Default: ignore.
-    public func connection(_ connection: HTTP2ClientConnection, didUpdatePeerSettings settings: HTTP2Settings) {}
-    /// Default: ignore.
-    public func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway goAway: HTTP2GoAway) {}
-    /// Default: ignore.
-    public func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) {}
-    /// Default: ignore.
-    public func connectionDidClose(_ connection: HTTP2ClientConnection, error: TransportError) {}
-}
-
-/// Per-stream preallocated state of the client, in manually allocated memory at a stable address
-/// (the nghttp2 stream user data): body slot, per-request values, response storage.
-struct ClientSlot {
-    var cursor = BodyCursor(base: nil, count: 0, sent: 0)
-    var body: UnsafeMutableRawBufferPointer
-    var values = ByteStore(capacity: 256)
-    /// (offset, length) per per-request field; length -1 = unset.
-    var valueRefs: UnsafeMutablePointer<Int>
-    static let maxValues = 32
-    var respStore = ByteStore(capacity: 256)
-    var respRefs = HeaderRefList(capacity: 16)
-    var respBody = ByteStore(capacity: 256)
-    var active = false
-    var done = false
-    var context: UInt64 = 0
-    var streamID: Int32 = 0
-    var status = 0
-    var timing = HTTP2StreamTiming(submitted: 0, headersSent: 0, responseHeadersReceived: 0, completed: 0)
-
-    static func make(bodyCapacity: Int) -> UnsafeMutablePointer<ClientSlot> {
-        let p = UnsafeMutablePointer<ClientSlot>.allocate(capacity: 1)
-        p.initialize(to: ClientSlot(body: .allocate(byteCount: max(bodyCapacity, 0), alignment: 16),
-                                    valueRefs: .allocate(capacity: 2 * maxValues)))
-        return p
-    }
-
-    static func destroy(_ p: UnsafeMutablePointer<ClientSlot>) {
-        p.pointee.body.deallocate()
-        p.pointee.values.free()
-        p.pointee.valueRefs.deallocate()
-        p.pointee.respStore.free()
-        p.pointee.respRefs.free()
-        p.pointee.respBody.free()
-        p.deinitialize(count: 1)
-        p.deallocate()
-    }
-
-    static let cursorOffset = MemoryLayout<ClientSlot>.offset(of: \ClientSlot.cursor)!
-    @inline(__always) static func cursor(_ p: UnsafeMutablePointer<ClientSlot>) -> UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(p) + cursorOffset
-    }
-}
-
-/// Fills one request inside `HTTP2ClientConnection.submit`: per-request header values and the body.
-///
-/// Body modes: write into `body` and call `setBodyLength` (zero-copy: the slot is sent with NO_COPY);
-/// `copyBody` (caller memory copied by nghttp2's read callback, must stay valid until the stream ends);
-/// `borrowBody` (caller memory sent with NO_COPY, must stay valid until the stream ends).
-/// No body call = a request without body (END_STREAM on HEADERS).
-public struct HTTP2RequestWriter: ~Copyable {
-    enum Mode { case none, slot, copied, borrowed }
-    let slot: UnsafeMutablePointer<ClientSlot>
-    var mode = Mode.none
-    var tooLarge = -1
-
-    init(slot: UnsafeMutablePointer<ClientSlot>) { self.slot = slot }
-
-    /// The stream slot's preallocated body memory (`HTTP2ClientConfiguration.slotBodyCapacity` bytes).
-    public var body: UnsafeMutableRawBufferPointer { slot.pointee.body }
-
-    /// Sends the first `length` bytes of `body` without copying. A length beyond the slot capacity
-    /// makes `submit` throw `.bodyTooLarge`.
-    public mutating func setBodyLength(_ length: Int) {
-        if length < 0 || length > slot.pointee.body.count {
-            tooLarge = length
-            return
-        }
-        slot.pointee.cursor = BodyCursor(base: UnsafeRawPointer(slot.pointee.body.baseAddress), count: length, sent: 0)
-        mode = .slot
-    }
-
-    /// Sends `bytes` through nghttp2's read callback (copied into its frame buffer when framed).
-    public mutating func copyBody(_ bytes: UnsafeRawBufferPointer) {
-        slot.pointee.cursor = BodyCursor(base: bytes.baseAddress, count: bytes.count, sent: 0)
-        mode = .copied
-    }
-
-    /// Sends `bytes` without copying; they must stay valid and unchanged until the stream ends.
-    public mutating func borrowBody(_ bytes: UnsafeRawBufferPointer) {
-        slot.pointee.cursor = BodyCursor(base: bytes.baseAddress, count: bytes.count, sent: 0)
-        mode = .borrowed
-    }
-
-    /// Sets per-request field `field` (copied into the slot).
-    public mutating func setValue(_ field: Int, _ bytes: UnsafeRawBufferPointer) {
-        precondition(field >= 0 && field < ClientSlot.maxValues, "per-request field \(field) out of range")
-        let off = slot.pointee.values.append(bytes.baseAddress, bytes.count)
-        slot.pointee.valueRefs[2 * field] = off
-        slot.pointee.valueRefs[2 * field + 1] = bytes.count
-    }
-
-    /// Sets per-request field `field` from a static string.
-    public mutating func setValue(_ field: Int, _ s: StaticString) {
-        setValue(field, UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
-    }
-
-    /// Sets per-request field `field` from a String (no allocation for native strings).
-    public mutating func setValue(_ field: Int, _ s: String) {
-        var s = s
-        s.withUTF8 { setValue(field, UnsafeRawBufferPointer($0)) }
-    }
-
-    /// Writes per-request field `field` in place: `write` gets up to `capacity` bytes and returns the length used.
-    public mutating func setValue(_ field: Int, capacity: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) {
-        precondition(field >= 0 && field < ClientSlot.maxValues, "per-request field \(field) out of range")
-        slot.pointee.values.reserve(capacity)
-        let off = slot.pointee.values.count
-        let n = write(UnsafeMutableRawBufferPointer(start: slot.pointee.values.base + off, count: capacity))
-        precondition(n >= 0 && n <= capacity, "value writer returned \(n) for capacity \(capacity)")
-        slot.pointee.values.count += n
-        slot.pointee.valueRefs[2 * field] = off
-        slot.pointee.valueRefs[2 * field + 1] = n
-    }
-}
-
-/// An HTTP/2 client connection over h2c (prior knowledge) on one `EventLoop`.
+/// An HTTP/2 client connection over h2c (prior knowledge) on one `EventLoop`, over TCP
+/// (`connect(host:port:)`) or an in-memory pair (`connect(over:)`).
 ///
 /// ```swift
 /// let conn = HTTP2ClientConnection(loop: loop, delegate: myDelegate)
@@ -240,10 +18,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
     public let configuration: HTTP2ClientConfiguration
     /// Receives events; held weakly.
     public weak var delegate: HTTP2ClientDelegate?
-    private var slots: [UnsafeMutablePointer<ClientSlot>] = []
-    private var freeSlots: [UnsafeMutablePointer<ClientSlot>] = []
-    private var scratchNV: UnsafeMutablePointer<nghttp2_nv>
-    private var scratchNVCapacity = 64
+    private var slots: StreamSlotPool<ClientSlot>
     private var handshakeTimer: LoopTimer?
     /// Streams submitted and not yet answered or failed.
     public private(set) var inFlight = 0
@@ -260,17 +35,9 @@ public final class HTTP2ClientConnection: HTTP2Session {
                 delegate: HTTP2ClientDelegate?) {
         self.configuration = configuration
         self.delegate = delegate
-        scratchNV = .allocate(capacity: 64)
-        peerSettings = HTTP2Settings(maxConcurrentStreams: 100, initialWindowSize: 65535, maxFrameSize: 16384,
-                                     headerTableSize: 4096, maxHeaderListSize: Int(UInt32.max))
+        peerSettings = .initial
+        slots = StreamSlotPool(streams: configuration.maxConcurrentStreams)
         super.init(loop: loop, stagingCapacity: configuration.stagingCapacity, iovCapacity: configuration.iovCapacity)
-        slots.reserveCapacity(min(configuration.maxConcurrentStreams * 2, 1 << 16))
-        freeSlots.reserveCapacity(min(configuration.maxConcurrentStreams * 2, 1 << 16))
-    }
-
-    deinit {
-        scratchNV.deallocate()
-        for p in slots { ClientSlot.destroy(p) }
     }
 
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS now in force.
@@ -281,16 +48,27 @@ public final class HTTP2ClientConnection: HTTP2Session {
         isConnected ? max(0, min(peerSettings.maxConcurrentStreams, configuration.maxConcurrentStreams) - inFlight) : 0
     }
 
-    /// Bytes received so far (all frames).
-    public var bytesIn: UInt64 { transport?.bytesIn ?? 0 }
-    /// Bytes written so far.
-    public var bytesOut: UInt64 { transport?.bytesOut ?? 0 }
-
     /// Starts connecting to a numeric IPv4/IPv6 address; the delegate hears `connectionDidConnect` or
     /// `didFailToConnect` within `connectTimeoutMilliseconds`.
     public func connect(host: String, port: Int) {
-        precondition(transport == nil && !isClosed, "connect called twice")
         let t = TCPTransport(loop: loop)
+        attach(t)
+        t.connect(host: host, port: port)
+    }
+
+    /// Starts the HTTP/2 connection over `transport`, one end of an in-memory pair whose other end a
+    /// server accepted (`HTTP2Server.accept(_:)`) or a test drives by hand. The delegate hears
+    /// `connectionDidConnect` once the peer's SETTINGS arrive, or `didFailToConnect` after
+    /// `connectTimeoutMilliseconds`.
+    public func connect(over transport: InMemoryTransport) {
+        attach(transport)
+        transportDidConnect()
+    }
+
+    /// Takes `t` as the transport and starts the handshake timer, which bounds the transport's connect
+    /// and the wait for the peer's first SETTINGS together.
+    private func attach(_ t: ByteTransport) {
+        precondition(transport == nil && !isClosed, "connect called twice")
         t.owner = self
         transport = t
         let timer = LoopTimer(loop: loop) { [unowned self] in
@@ -298,7 +76,6 @@ public final class HTTP2ClientConnection: HTTP2Session {
         }
         timer.start(afterMilliseconds: configuration.connectTimeoutMilliseconds)
         handshakeTimer = timer
-        t.connect(host: host, port: port, timeoutMilliseconds: configuration.connectTimeoutMilliseconds)
     }
 
     private func failConnect(_ error: TransportError) {
@@ -319,35 +96,13 @@ public final class HTTP2ClientConnection: HTTP2Session {
     }
 
     override func transportDidConnect() {
-        var cbs: OpaquePointer?
-        nghttp2_session_callbacks_new(&cbs)
-        defer { nghttp2_session_callbacks_del(cbs) }
-        HTTP2Session.installSendCallbacks(cbs!)
-        HTTP2ClientConnection.installReceiveCallbacks(cbs!)
-        var opt: OpaquePointer?
-        nghttp2_option_new(&opt)
-        defer { nghttp2_option_del(opt) }
-        // Our own cap enforces the peer's limit; nghttp2's default (100 until SETTINGS) would only queue.
-        nghttp2_option_set_peer_max_concurrent_streams(opt, 100)
-        // Closed streams are kept only for the priority tree, which we do not use.
-        nghttp2_option_set_no_closed_streams(opt, 1)
-        var mem = memory.table
-        var s: OpaquePointer?
-        let r = nghttp2_session_client_new3(&s, cbs, userData, opt, &mem)
+        let r = startSession(asServer: false,
+                             settings: LocalSettings(initialWindowSize: configuration.initialWindowSize, enablePush: false),
+                             connectionWindowSize: configuration.connectionWindowSize,
+                             receiveCallbacks: HTTP2ClientConnection.installReceiveCallbacks)
         if r != 0 {
             failConnect(TransportError(kind: .protocolError, code: r, function: "nghttp2_session_client_new3"))
             return
-        }
-        session = s
-        var iv = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
-                                   value: UInt32(min(configuration.initialWindowSize, Int(Int32.max)))),
-        ]
-        nghttp2_submit_settings(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), &iv, iv.count)
-        if configuration.connectionWindowSize > 65535 {
-            nghttp2_session_set_local_window_size(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0,
-                                                  Int32(min(configuration.connectionWindowSize, Int(Int32.max))))
         }
         transport?.startReading()
         scheduleFlush()
@@ -445,7 +200,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
         case NGHTTP2_GOAWAY.rawValue:
             goAwayReceived = true
             isConnected = false
-            delegate?.connection(self, didReceiveGoAway: HTTP2Session.goAway(from: frame))
+            delegate?.connection(self, didReceiveGoAway: HTTP2GoAway(frame: frame))
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
             if flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let s = slot(for: pb_frame_stream_id(frame)) {
                 complete(s)
@@ -496,10 +251,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
     }
 
     override func releaseSlot(_ slot: UnsafeMutableRawPointer) {
-        let s = slot.assumingMemoryBound(to: ClientSlot.self)
-        if !s.pointee.active { return }
-        s.pointee.active = false
-        freeSlots.append(s)
+        slots.release(slot.assumingMemoryBound(to: ClientSlot.self))
     }
 
     override func didClose(_ error: TransportError) {
@@ -510,7 +262,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
             let s = slots[i]
             i += 1
             if s.pointee.active && !s.pointee.done { failStream(s, .connectionLost) }
-            if s.pointee.active { s.pointee.active = false; freeSlots.append(s) }
+            slots.release(s)
         }
         if everConnected && !connectFailed { delegate?.connectionDidClose(self, error: error) }
     }
@@ -527,23 +279,19 @@ public final class HTTP2ClientConnection: HTTP2Session {
         guard isConnected, let session, !isClosed else { throw .notConnected }
         let limit = min(peerSettings.maxConcurrentStreams, configuration.maxConcurrentStreams)
         if inFlight >= limit { throw .noStreamAvailable(inFlight: inFlight, limit: limit) }
-        let s = acquireSlot()
+        let bodyCapacity = configuration.slotBodyCapacity
+        let s = slots.acquire { ClientSlot(bodyCapacity: bodyCapacity) }
         s.pointee.values.count = 0
         for k in 0..<block.perRequestFieldCount { s.pointee.valueRefs[2 * k + 1] = -1 }
         var w = HTTP2RequestWriter(slot: s)
         fill(&w)
         let mode = w.mode
         if w.tooLarge >= 0 {
-            s.pointee.active = false
-            freeSlots.append(s)
+            slots.release(s)
             throw .bodyTooLarge(length: w.tooLarge, capacity: s.pointee.body.count)
         }
-        if block.count > scratchNVCapacity {
-            scratchNV.deallocate()
-            scratchNVCapacity = block.count * 2
-            scratchNV = .allocate(capacity: scratchNVCapacity)
-        }
-        scratchNV.update(from: block.template, count: block.count)
+        let nv = scratchNV(count: block.count)
+        nv.update(from: block.template, count: block.count)
         // Index loops, not for-in: unspecialized iterators allocate coroutine frames in debug builds.
         var k = 0
         while k < block.dynamicIndex.count {
@@ -551,12 +299,11 @@ public final class HTTP2ClientConnection: HTTP2Session {
             defer { k += 1 }
             let len = s.pointee.valueRefs[2 * k + 1]
             if len < 0 {
-                s.pointee.active = false
-                freeSlots.append(s)
+                slots.release(s)
                 throw .missingValue(field: k)
             }
-            scratchNV[i].value = (s.pointee.values.base + s.pointee.valueRefs[2 * k]).assumingMemoryBound(to: UInt8.self)
-            scratchNV[i].valuelen = len
+            nv[i].value = (s.pointee.values.base + s.pointee.valueRefs[2 * k]).assumingMemoryBound(to: UInt8.self)
+            nv[i].valuelen = len
         }
         s.pointee.respStore.count = 0
         s.pointee.respRefs.count = 0
@@ -568,33 +315,21 @@ public final class HTTP2ClientConnection: HTTP2Session {
         let ud = UnsafeMutableRawPointer(s)
         let id: Int32
         if mode == .none {
-            id = nghttp2_submit_request(session, nil, scratchNV, block.count, nil, ud)
+            id = nghttp2_submit_request(session, nil, nv, block.count, nil, ud)
         } else {
             var prd = nghttp2_data_provider(
                 source: nghttp2_data_source(ptr: ClientSlot.cursor(s)),
                 read_callback: mode == .copied ? HTTP2Session.copyRead : HTTP2Session.noCopyRead)
-            id = nghttp2_submit_request(session, nil, scratchNV, block.count, &prd, ud)
+            id = nghttp2_submit_request(session, nil, nv, block.count, &prd, ud)
         }
         if id < 0 {
-            s.pointee.active = false
-            freeSlots.append(s)
+            slots.release(s)
             throw .nghttp2(code: id)
         }
         s.pointee.streamID = id
         inFlight += 1
         scheduleFlush()
         return id
-    }
-
-    private func acquireSlot() -> UnsafeMutablePointer<ClientSlot> {
-        if let s = freeSlots.popLast() {
-            s.pointee.active = true
-            return s
-        }
-        let s = ClientSlot.make(bodyCapacity: configuration.slotBodyCapacity)
-        slots.append(s)
-        s.pointee.active = true
-        return s
     }
 
     /// Sends GOAWAY (NO_ERROR) and closes once in-flight streams finish.

@@ -1,47 +1,16 @@
 import CNGHTTP2
 import CUV
 
-/// Send cursor of one body: where the bytes are and how many went out. Lives in a stream slot.
-struct BodyCursor {
-    var base: UnsafeRawPointer?
-    var count: Int
-    var sent: Int
-}
-
-/// The HTTP/2 settings a peer announced (the values in force, nghttp2's defaults before any SETTINGS).
-public struct HTTP2Settings: Sendable, Equatable {
-    /// SETTINGS_MAX_CONCURRENT_STREAMS.
-    public var maxConcurrentStreams: Int
-    /// SETTINGS_INITIAL_WINDOW_SIZE.
-    public var initialWindowSize: Int
-    /// SETTINGS_MAX_FRAME_SIZE.
-    public var maxFrameSize: Int
-    /// SETTINGS_HEADER_TABLE_SIZE.
-    public var headerTableSize: Int
-    /// SETTINGS_MAX_HEADER_LIST_SIZE (Int(UInt32.max) when unlimited).
-    public var maxHeaderListSize: Int
-}
-
-/// A GOAWAY frame received from the peer.
-public struct HTTP2GoAway: Sendable {
-    /// The last stream id the peer processed (streams above it were not and may be retried).
-    public var lastStreamID: Int32
-    /// The HTTP/2 error code (0 = NO_ERROR: graceful shutdown).
-    public var errorCode: UInt32
-    /// The opaque debug data (the mock gateway puts a JSON reason here).
-    public var debugData: [UInt8]
-}
-
-/// The machinery client and server connections share: nghttp2 session, batched zero-copy output,
-/// the byte transport below, deferred slot release. Not public; subclasses expose the API.
-/// The base of `HTTP2ClientConnection` and `HTTP2ServerConnection` (its machinery is internal).
-public class HTTP2Session: ByteTransportOwner {
+/// The base of `HTTP2ClientConnection` and `HTTP2ServerConnection`: what both share (the nghttp2
+/// session, batched zero-copy output, the byte transport below, deferred slot release, the SETTINGS
+/// they announce). Public only because they are; everything in it is internal.
+public class HTTP2Session: ByteTransportOwner, LoopFlushable {
     let loop: EventLoop
     var transport: ByteTransport?
     var session: OpaquePointer?
     let memory: NGHTTP2Memory
     /// Set by EventLoop while this session waits in the end-of-turn flush list.
-    var flushScheduled = false
+    final var flushScheduled = false
     /// Monotonic ns read once at the start of each read and each flush: the frames of one read arrived
     /// together and those of one flush leave in one writev, so their stream timestamps share it (one
     /// clock read per batch instead of several per stream).
@@ -61,6 +30,9 @@ public class HTTP2Session: ByteTransportOwner {
     private(set) var isClosed = false
     /// The last nghttp2 protocol error seen (invalid frame, error callback), reported at close.
     var lastProtocolError: TransportError?
+    /// The nghttp2_nv array a submit fills (HEADERS of a request or a response), grown when a block is larger.
+    private(set) var scratchNV: UnsafeMutablePointer<nghttp2_nv>
+    private var scratchNVCapacity = 64
 
     init(loop: EventLoop, stagingCapacity: Int, iovCapacity: Int) {
         self.loop = loop
@@ -69,6 +41,7 @@ public class HTTP2Session: ByteTransportOwner {
         self.iovCapacity = max(iovCapacity, 16)
         staging = .allocate(byteCount: self.stagingCapacity, alignment: 16)
         iov = .allocate(capacity: self.iovCapacity)
+        scratchNV = .allocate(capacity: scratchNVCapacity)
         deferredReleases.reserveCapacity(1024)
     }
 
@@ -78,6 +51,74 @@ public class HTTP2Session: ByteTransportOwner {
         transport?.close(nil, notify: false)
         staging.deallocate()
         iov.deallocate()
+        scratchNV.deallocate()
+    }
+
+    /// `scratchNV` with room for `count` fields.
+    @inline(__always) func scratchNV(count: Int) -> UnsafeMutablePointer<nghttp2_nv> {
+        if count > scratchNVCapacity {
+            scratchNV.deallocate()
+            scratchNVCapacity = count * 2
+            scratchNV = .allocate(capacity: scratchNVCapacity)
+        }
+        return scratchNV
+    }
+
+    // MARK: session start and SETTINGS
+
+    /// Creates the nghttp2 session with the send callbacks and `receiveCallbacks`' own, then queues the
+    /// first SETTINGS and the connection-level receive window. Returns nghttp2's error code (0: started).
+    func startSession(asServer: Bool, settings: LocalSettings, connectionWindowSize: Int,
+                      receiveCallbacks: (OpaquePointer) -> Void) -> Int32 {
+        var cbs: OpaquePointer?
+        nghttp2_session_callbacks_new(&cbs)
+        defer { nghttp2_session_callbacks_del(cbs) }
+        HTTP2Session.installSendCallbacks(cbs!)
+        receiveCallbacks(cbs!)
+        var opt: OpaquePointer?
+        nghttp2_option_new(&opt)
+        defer { nghttp2_option_del(opt) }
+        // Closed streams are kept only for the priority tree, which we do not use: less work per stream.
+        nghttp2_option_set_no_closed_streams(opt, 1)
+        var mem = memory.table
+        var s: OpaquePointer?
+        let r = asServer ? nghttp2_session_server_new3(&s, cbs, userData, opt, &mem)
+                         : nghttp2_session_client_new3(&s, cbs, userData, opt, &mem)
+        if r != 0 { return r }
+        session = s
+        submitSettings(settings)
+        if connectionWindowSize > 65535 {
+            nghttp2_session_set_local_window_size(s, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0,
+                                                  Int32(min(connectionWindowSize, Int(Int32.max))))
+        }
+        return 0
+    }
+
+    /// Queues a SETTINGS frame with the fields `settings` sets. No allocation: a mid-connection
+    /// change (the gateway lowering its stream limit after an error) is on the request path.
+    func submitSettings(_ settings: LocalSettings) {
+        guard let session else { return }
+        let none = nghttp2_settings_entry(settings_id: 0, value: 0)
+        var entries = (none, none, none)
+        var n = 0
+        withUnsafeMutableBytes(of: &entries) { raw in
+            let iv = raw.bindMemory(to: nghttp2_settings_entry.self)
+            if let v = settings.enablePush {
+                iv[n] = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: v ? 1 : 0)
+                n += 1
+            }
+            if let v = settings.maxConcurrentStreams {
+                iv[n] = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                                               value: UInt32(clamping: v))
+                n += 1
+            }
+            if let v = settings.initialWindowSize {
+                iv[n] = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                                               value: UInt32(min(v, Int(Int32.max))))
+                n += 1
+            }
+            nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), iv.baseAddress, n)
+        }
     }
 
     static func from(_ p: UnsafeMutableRawPointer?) -> HTTP2Session {
@@ -294,10 +335,7 @@ public class HTTP2Session: ByteTransportOwner {
 
     /// The peer's settings now in force.
     func remoteSettings() -> HTTP2Settings {
-        guard let session else {
-            return HTTP2Settings(maxConcurrentStreams: 100, initialWindowSize: 65535, maxFrameSize: 16384,
-                                 headerTableSize: 4096, maxHeaderListSize: Int(UInt32.max))
-        }
+        guard let session else { return .initial }
         func get(_ id: nghttp2_settings_id) -> Int { Int(nghttp2_session_get_remote_settings(session, id)) }
         return HTTP2Settings(
             maxConcurrentStreams: get(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS),
@@ -305,13 +343,5 @@ public class HTTP2Session: ByteTransportOwner {
             maxFrameSize: get(NGHTTP2_SETTINGS_MAX_FRAME_SIZE),
             headerTableSize: get(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE),
             maxHeaderListSize: get(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE))
-    }
-
-    static func goAway(from frame: UnsafePointer<nghttp2_frame>) -> HTTP2GoAway {
-        let n = pb_frame_goaway_data_len(frame)
-        var data: [UInt8] = []
-        if n > 0, let p = pb_frame_goaway_data(frame) { data = Array(UnsafeBufferPointer(start: p, count: n)) }
-        return HTTP2GoAway(lastStreamID: pb_frame_goaway_last_stream_id(frame),
-                           errorCode: pb_frame_goaway_error_code(frame), debugData: data)
     }
 }

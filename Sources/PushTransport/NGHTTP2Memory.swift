@@ -128,3 +128,8 @@ public final class NGHTTP2Memory {
 }
 
 @available(*, unavailable) extension NGHTTP2Memory: Sendable {}
+
+extension EventLoop {
+    /// nghttp2's allocator for every session of this loop (counts, and pools small blocks).
+    public var nghttp2Memory: NGHTTP2Memory { local(NGHTTP2Memory.self) { NGHTTP2Memory() } }
+}

@@ -36,10 +36,6 @@ struct ByteStore {
         return off
     }
 
-    @inline(__always) func view(_ off: Int, _ len: Int) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: base + off, count: len)
-    }
-
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 }
 
@@ -89,11 +85,6 @@ public struct HTTP2HeaderList {
 extension UnsafeRawBufferPointer {
     /// The bytes as a String (allocates; for tests, logs and error paths, not the hot path).
     public var pbString: String { String(decoding: self, as: UTF8.self) }
-
-    /// Whether the bytes equal `s` (no allocation).
-    public func pbEquals(_ s: StaticString) -> Bool {
-        count == s.utf8CodeUnitCount && (count == 0 || memcmp(baseAddress!, s.utf8Start, count) == 0)
-    }
 }
 
 /// A growable list of `HeaderRef` in manually managed memory (no refcounting, no exclusivity checks).
@@ -122,4 +113,12 @@ struct HeaderRefList {
     }
 
     var buffer: UnsafeBufferPointer<HeaderRef> { UnsafeBufferPointer(start: base, count: count) }
+}
+
+/// Send cursor of one body: where the bytes are and how many went out. Lives in a stream slot and is
+/// what nghttp2's data source points at.
+struct BodyCursor {
+    var base: UnsafeRawPointer?
+    var count: Int
+    var sent: Int
 }

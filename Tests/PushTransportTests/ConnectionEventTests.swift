@@ -5,6 +5,8 @@ import PushTransport
 import Testing
 
 /// Failures and control frames end in reported events within bounded time, never a hang or a crash.
+/// What only a socket shows (refused and silent TCP peers, addresses, the listener) runs over TCP;
+/// the rest over an in-memory pair.
 @Suite struct ConnectionEventTests {
     @Test func connectionRefusedIsReported() throws {
         let loop = try EventLoop()
@@ -50,13 +52,29 @@ import Testing
         #expect(d.connectError?.kind == .connectTimeout)
     }
 
+    @Test func silentInMemoryPeerTimesOutTheHandshake() throws {
+        let loop = try EventLoop()
+        let d = TestClient()
+        var config = HTTP2ClientConfiguration()
+        config.connectTimeoutMilliseconds = 200
+        let (clientEnd, silent) = InMemoryTransport.pair(loop: loop)
+        let c = HTTP2ClientConnection(loop: loop, configuration: config, delegate: d)
+        c.connect(over: clientEnd)
+        #expect(loop.run(until: { d.connectError != nil }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.connectError?.kind == .connectTimeout)
+        // The client's preface and SETTINGS reached the silent end; it then hung up.
+        let sent = silent.takeReceived()
+        #expect(sent.starts(with: Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)))
+        #expect(silent.peerHasClosed)
+    }
+
     @Test func zeroCopyBodyBeyondTheSlotIsRefused() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         let d = TestClient()
         var config = HTTP2ClientConfiguration()
         config.slotBodyCapacity = 1024
-        let client = connectClient(loop, port: server.port, d, configuration: config)
+        let client = connectInMemory(loop, to: server.server, d, configuration: config)
         #expect(throws: HTTP2SubmitError.bodyTooLarge(length: 4096, capacity: 1024)) {
             try client.submit(try makeBlock(path: "/x"), context: 1) { req in
                 req.setValue(0, "id")
@@ -76,10 +94,10 @@ import Testing
 
     @Test func peerClosingMidStreamFailsEveryOpenStream() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         server.deferResponses = true
         let d = TestClient()
-        let client = connectClient(loop, port: server.port, d)
+        let client = connectInMemory(loop, to: server.server, d)
         let block = try makeBlock(path: "/x")
         for k in 0..<50 {
             try client.submit(block, context: UInt64(k)) { req in
@@ -104,10 +122,10 @@ import Testing
 
     @Test func goAwayWithDebugDataIsObserved() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         server.deferResponses = true
         let d = TestClient()
-        let client = connectClient(loop, port: server.port, d)
+        let client = connectInMemory(loop, to: server.server, d)
         let block = try makeBlock(path: "/x")
         for k in 0..<3 {
             try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") }
@@ -135,9 +153,9 @@ import Testing
 
     @Test func settingsChangeToOneStreamIsObservedAndEnforced() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         let d = TestClient()
-        let client = connectClient(loop, port: server.port, d)
+        let client = connectInMemory(loop, to: server.server, d)
         #expect(client.peerMaxConcurrentStreams == 1000)
         server.server.updateSettings(maxConcurrentStreams: 1)
         #expect(loop.run(until: { !d.settingsUpdates.isEmpty }, timeoutNanoseconds: 10 * seconds))
@@ -156,16 +174,17 @@ import Testing
         #expect(client.availableStreams == 1)
         // New connections get the lowered limit at once.
         let d2 = TestClient()
-        _ = connectClient(loop, port: server.port, d2)
+        let second = connectInMemory(loop, to: server.server, d2)
         #expect(d2.connected)
+        #expect(second.peerMaxConcurrentStreams == 1)
     }
 
     @Test func gracefulShutdownLetsInFlightStreamsFinish() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         server.deferResponses = true
         let d = TestClient()
-        let client = connectClient(loop, port: server.port, d)
+        let client = connectInMemory(loop, to: server.server, d)
         let block = try makeBlock(path: "/x")
         for k in 0..<5 { try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") } }
         #expect(loop.run(until: { server.deferred.count == 5 }, timeoutNanoseconds: 10 * seconds))
@@ -177,11 +196,24 @@ import Testing
         #expect(loop.run(until: { done && d.closed }, timeoutNanoseconds: 10 * seconds))
         #expect(d.responses == 5)
         #expect(d.failures.isEmpty)
+        withExtendedLifetime(client) {}
+    }
+
+    @Test func gracefulShutdownClosesTheListener() throws {
+        let loop = try EventLoop()
+        let server = try TestServer(loop: loop)
+        let d = TestClient()
+        let client = connectClient(loop, port: server.port, d)
+        #expect(d.connected)
+        var done = false
+        server.server.shutdownGracefully { done = true }
+        #expect(loop.run(until: { done && d.closed }, timeoutNanoseconds: 10 * seconds))
         // The listener is closed: a new connect is refused.
         let d2 = TestClient()
         let c2 = HTTP2ClientConnection(loop: loop, delegate: d2)
         c2.connect(host: "127.0.0.1", port: server.port)
         #expect(loop.run(until: { d2.connectError != nil }, timeoutNanoseconds: 10 * seconds))
+        #expect(d2.connectError?.code == Int32(UV_ECONNREFUSED.rawValue))
         withExtendedLifetime(client) {}
     }
 
@@ -196,35 +228,62 @@ import Testing
         let loop = try EventLoop()
         let closes = Closes()
         let server = HTTP2Server(loop: loop, delegate: closes)
-        let port = try server.listen(host: "127.0.0.1", port: 0)
-        // A raw blocking socket: the kernel completes the handshake from the backlog before accept.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Glibc.close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        #expect(r == 0)
-        let garbage = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
-        _ = garbage.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let (client, serverEnd) = InMemoryTransport.pair(loop: loop)
+        server.accept(serverEnd)
+        // The server speaks first (its SETTINGS), then reads what the client sends.
+        var answer: [UInt8] = []
+        #expect(loop.run(until: { answer += client.takeReceived(); return !answer.isEmpty }, timeoutNanoseconds: 10 * seconds))
+        #expect(frameTypes(answer).first == 0x4, "SETTINGS first: \(answer.prefix(9))")
+        client.send(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         #expect(loop.run(until: { closes.error != nil }, timeoutNanoseconds: 10 * seconds))
         #expect(closes.error?.kind == .protocolError)
         #expect(closes.error?.message.isEmpty == false)
         #expect(server.connectionsOpen == 0)
+        #expect(client.peerHasClosed)
     }
+
+    @Test func aPeerHangingUpIsAConnectionLoss() throws {
+        let loop = try EventLoop()
+        let d = TestClient()
+        let (clientEnd, peer) = InMemoryTransport.pair(loop: loop)
+        let c = HTTP2ClientConnection(loop: loop, delegate: d)
+        c.connect(over: clientEnd)
+        // A hand-driven server: its SETTINGS (empty) and the ACK of the client's.
+        peer.send([0, 0, 0, 0x4, 0, 0, 0, 0, 0])
+        #expect(loop.run(until: { d.connected }, timeoutNanoseconds: 10 * seconds))
+        peer.send([0, 0, 0, 0x4, 0x1, 0, 0, 0, 0])
+        #expect(frameTypes(peer.takeReceived(), preface: true).first == 0x4)  // the client's SETTINGS
+        try c.submit(try makeBlock(path: "/x"), context: 7) { req in req.setValue(0, "id") }
+        var sent: [UInt8] = []
+        #expect(loop.run(until: { sent += peer.takeReceived(); return frameTypes(sent).contains(0x1) }, timeoutNanoseconds: 10 * seconds))
+        peer.close()
+        #expect(loop.run(until: { d.closed }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.closeError?.kind == .connectionLost)
+        #expect(d.failures.map(\.reason) == [.connectionLost])
+        #expect(d.failures.first?.context == 7)
+    }
+}
+
+/// The frame types in `bytes` (whole frames from the start, after the client preface if `preface`).
+func frameTypes(_ bytes: [UInt8], preface: Bool = false) -> [UInt8] {
+    var i = preface ? 24 : 0
+    var types: [UInt8] = []
+    while i + 9 <= bytes.count {
+        let length = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+        types.append(bytes[i + 3])
+        i += 9 + length
+    }
+    return types
 }
 
 /// RST_STREAM from the server reaches the client as a per-stream failure with the error code.
 @Suite struct ResetTests {
     @Test func serverResetIsReportedPerStream() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         server.deferResponses = true
         let d = TestClient()
-        let client = connectClient(loop, port: server.port, d)
+        let client = connectInMemory(loop, to: server.server, d)
         let block = try makeBlock(path: "/x")
         for k in 0..<2 { try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") } }
         #expect(loop.run(until: { server.deferred.count == 2 }, timeoutNanoseconds: 10 * seconds))
@@ -251,9 +310,8 @@ import Testing
         let loop = try EventLoop()
         let closing = ClosingServer()
         let server = HTTP2Server(loop: loop, delegate: closing)
-        let port = try server.listen(host: "127.0.0.1", port: 0)
         let d = TestClient()
-        let client = connectClient(loop, port: port, d)
+        let client = connectInMemory(loop, to: server, d)
         let block = try makeBlock(path: "/x")
         for k in 0..<5 { try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") } }
         #expect(loop.run(until: { d.closed && closing.closed == 1 }, timeoutNanoseconds: 10 * seconds))
@@ -263,9 +321,9 @@ import Testing
 
     @Test func clientClosesInsideDidReceive() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         let d = TestClient()
-        var c: HTTP2ClientConnection? = connectClient(loop, port: server.port, d)
+        var c: HTTP2ClientConnection? = connectInMemory(loop, to: server.server, d)
         d.onResponse = { conn, _ in conn.close(); c = nil }
         let block = try makeBlock(path: "/x")
         for k in 0..<5 { try c?.submit(block, context: UInt64(k)) { req in req.setValue(0, "id") } }

@@ -15,10 +15,12 @@ final class TestServer: HTTP2ServerDelegate {
     var closed = 0
     var responseBody: [UInt8] = Array("{\"ok\":true}".utf8)
 
-    init(loop: EventLoop, configuration: HTTP2ServerConfiguration = HTTP2ServerConfiguration()) throws {
+    /// A server on `loop`; it listens on a free loopback port unless `listening` is false (in-memory
+    /// connections only, see `connectInMemory`).
+    init(loop: EventLoop, configuration: HTTP2ServerConfiguration = HTTP2ServerConfiguration(), listening: Bool = true) throws {
         server = HTTP2Server(loop: loop, configuration: configuration, delegate: nil)
         server.delegate = self
-        try server.listen(host: "127.0.0.1", port: 0)
+        if listening { try server.listen(host: "127.0.0.1", port: 0) }
     }
 
     var port: Int { server.port }
@@ -91,6 +93,38 @@ let seconds: UInt64 = 1_000_000_000
 func makeBlock(path: String? = nil) throws -> HTTP2HeaderBlock {
     try HTTP2HeaderBlock.request(authority: "localhost", path: path, headers: [("content-type", "application/json")],
                                  perRequestHeaders: ["apns-id"])
+}
+
+/// Connects a client to `server` over an in-memory pair (no socket) and runs the loop until connected.
+/// `tune` may set the ends' `readLimit` and `bufferLimit` first.
+func connectInMemory(_ loop: EventLoop, to server: HTTP2Server, _ d: TestClient,
+                     configuration: HTTP2ClientConfiguration = HTTP2ClientConfiguration(),
+                     tune: (_ clientEnd: InMemoryTransport, _ serverEnd: InMemoryTransport) -> Void = { _, _ in })
+    -> HTTP2ClientConnection {
+    let (clientEnd, serverEnd) = InMemoryTransport.pair(loop: loop)
+    tune(clientEnd, serverEnd)
+    server.accept(serverEnd)
+    let c = HTTP2ClientConnection(loop: loop, configuration: configuration, delegate: d)
+    c.connect(over: clientEnd)
+    loop.run(until: { d.connected || d.connectError != nil }, timeoutNanoseconds: 10 * seconds)
+    return c
+}
+
+/// How a test's client reaches its server.
+enum Wire: CaseIterable, Sendable {
+    /// An `InMemoryTransport` pair: one thread, no socket.
+    case memory
+    /// TCP over loopback.
+    case tcp
+}
+
+/// Connects a client to `server` over `wire` and runs the loop until connected.
+func connect(_ loop: EventLoop, to server: TestServer, _ d: TestClient, over wire: Wire,
+             configuration: HTTP2ClientConfiguration = HTTP2ClientConfiguration()) -> HTTP2ClientConnection {
+    switch wire {
+    case .memory: connectInMemory(loop, to: server.server, d, configuration: configuration)
+    case .tcp: connectClient(loop, port: server.port, d, configuration: configuration)
+    }
 }
 
 /// Connects a client to `port` on `loop` and runs the loop until connected (or fails the expectation).

@@ -23,14 +23,14 @@ import Testing
 
     @Test func responsesWithoutHeaderFieldsStillCarryStatusAndBody() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         for keeps in [true, false] {
             var config = HTTP2ClientConfiguration()
             config.keepsResponseHeaders = keeps
             let d = TestClient()
             var headerCount = -1
             d.onResponse = { _, r in headerCount = r.headers.count }
-            let client = connectClient(loop, port: server.port, d, configuration: config)
+            let client = connectInMemory(loop, to: server.server, d, configuration: config)
             #expect(d.connected)
             let block = try HTTP2HeaderBlock.request(authority: "a.test", path: "/x")
             try client.submit(block, context: 1) { req in Self.body.withUnsafeBytes { req.copyBody($0) } }
@@ -46,11 +46,11 @@ import Testing
 
     @Test func streamTimestampsComeFromTheBatchAndTheCallersSubmitTime() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         let d = TestClient()
         var timings: [HTTP2StreamTiming] = []
         d.onResponse = { _, r in timings.append(r.timing) }
-        let client = connectClient(loop, port: server.port, d)
+        let client = connectInMemory(loop, to: server.server, d)
         #expect(d.connected)
         let block = try HTTP2HeaderBlock.request(authority: "a.test", path: "/x")
         let before = EventLoop.nowNanoseconds()

@@ -2,21 +2,25 @@ import CNGHTTP2
 import PushTransport
 import Testing
 
-/// Loopback client-to-server round trips on one loop in the test thread.
+/// Client-to-server round trips on one loop in the test thread, over an in-memory pair unless a
+/// test is about the socket path (partial writes through uv_write).
 @Suite struct RoundTripTests {
     enum BodyMode: CaseIterable { case zeroCopy, copied, borrowed }
 
     /// Runs `total` requests keeping `window` in flight, bodies of `bodySize` bytes in `mode`;
     /// returns the bodies the server saw (in arrival order) and checks every response.
-    func roundTrips(total: Int, window: Int, bodySize: Int, mode: BodyMode,
-                    serverConfig: HTTP2ServerConfiguration = HTTP2ServerConfiguration()) throws -> [[UInt8]] {
+    func roundTrips(total: Int, window: Int, bodySize: Int, mode: BodyMode, wire: Wire = .memory,
+                    serverConfig: HTTP2ServerConfiguration = HTTP2ServerConfiguration(),
+                    tune: (_ clientEnd: InMemoryTransport, _ serverEnd: InMemoryTransport) -> Void = { _, _ in })
+        throws -> [[UInt8]] {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop, configuration: serverConfig)
+        let server = try TestServer(loop: loop, configuration: serverConfig, listening: wire == .tcp)
         server.recordBodies = true
         let d = TestClient()
         var config = HTTP2ClientConfiguration()
         config.slotBodyCapacity = max(bodySize, 1024)
-        let client = connectClient(loop, port: server.port, d, configuration: config)
+        let client = wire == .tcp ? connectClient(loop, port: server.port, d, configuration: config)
+                                  : connectInMemory(loop, to: server.server, d, configuration: config, tune: tune)
         #expect(d.connected)
         let block = try makeBlock()
         // Body bytes depend on the request number so misplaced or mixed bytes are caught.
@@ -65,12 +69,13 @@ import Testing
         return server.bodies
     }
 
-    @Test func singleRequestZeroCopyBody() throws {
+    @Test(arguments: Wire.allCases)
+    func singleRequestZeroCopyBody(wire: Wire) throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: wire == .tcp)
         server.recordBodies = true
         let d = TestClient()
-        let client = connectClient(loop, port: server.port, d)
+        let client = connect(loop, to: server, d, over: wire)
         #expect(d.connected)
         #expect(client.peerMaxConcurrentStreams == 1000)
         let block = try makeBlock()
@@ -107,10 +112,8 @@ import Testing
         let loop = try EventLoop()
         let inspect = Inspect()
         let server = HTTP2Server(loop: loop, delegate: inspect)
-        let port = try server.listen(host: "127.0.0.1", port: 0)
-        #expect(port > 0)
         let d = TestClient()
-        let client = connectClient(loop, port: port, d)
+        let client = connectInMemory(loop, to: server, d)
         let block = try HTTP2HeaderBlock([.fixed(name: ":method", value: "GET"), .fixed(name: ":scheme", value: "http"),
                                           .fixed(name: ":authority", value: "example.test"), .perRequest(name: ":path"),
                                           .perRequest(name: "apns-id")])
@@ -141,7 +144,6 @@ import Testing
         let loop = try EventLoop()
         let delegate = NoIndex()
         let server = HTTP2Server(loop: loop, delegate: delegate)
-        let port = try server.listen(host: "127.0.0.1", port: 0)
         final class Echo: HTTP2ClientDelegate {
             var ids: [String] = []
             var connected = false
@@ -152,7 +154,9 @@ import Testing
         }
         let echo = Echo()
         let client = HTTP2ClientConnection(loop: loop, delegate: echo)
-        client.connect(host: "127.0.0.1", port: port)
+        let (clientEnd, serverEnd) = InMemoryTransport.pair(loop: loop)
+        server.accept(serverEnd)
+        client.connect(over: clientEnd)
         #expect(loop.run(until: { echo.connected }, timeoutNanoseconds: 10 * seconds))
         let block = try makeBlock(path: "/x")
         for k in 0..<3 { try client.submit(block, context: UInt64(k)) { req in req.setValue(0, "id-\(k)") } }
@@ -162,9 +166,9 @@ import Testing
 
     @Test func missingPerRequestValueIsRefused() throws {
         let loop = try EventLoop()
-        let server = try TestServer(loop: loop)
+        let server = try TestServer(loop: loop, listening: false)
         let d = TestClient()
-        let client = connectClient(loop, port: server.port, d)
+        let client = connectInMemory(loop, to: server.server, d)
         let block = try makeBlock()
         #expect(throws: HTTP2SubmitError.missingValue(field: 1)) {
             try client.submit(block, context: 1) { req in req.setValue(0, "/x") }
@@ -190,19 +194,47 @@ import Testing
         _ = try roundTrips(total: 20, window: 10, bodySize: 40_000, mode: mode)
     }
 
-    @Test(arguments: BodyMode.allCases)
-    func bodiesLargerThanTheFlowControlWindow(mode: BodyMode) throws {
+    @Test(arguments: BodyMode.allCases, Wire.allCases)
+    func bodiesLargerThanTheFlowControlWindow(mode: BodyMode, wire: Wire) throws {
         var sc = HTTP2ServerConfiguration()
         sc.initialWindowSize = 65_535
         sc.connectionWindowSize = 65_535
-        _ = try roundTrips(total: 6, window: 3, bodySize: 300_000, mode: mode, serverConfig: sc)
+        _ = try roundTrips(total: 6, window: 3, bodySize: 300_000, mode: mode, wire: wire, serverConfig: sc)
     }
 
     @Test func everyBodyModeSendsIdenticalBytes() throws {
         let a = try roundTrips(total: 5, window: 1, bodySize: 20_000, mode: .zeroCopy)
         let b = try roundTrips(total: 5, window: 1, bodySize: 20_000, mode: .copied)
         let c = try roundTrips(total: 5, window: 1, bodySize: 20_000, mode: .borrowed)
+        let overTCP = try roundTrips(total: 5, window: 1, bodySize: 20_000, mode: .zeroCopy, wire: .tcp)
         #expect(a == b)
         #expect(b == c)
+        #expect(a == overTCP)
+    }
+
+    /// 4 MB of bodies over loopback TCP: writes outrun the socket buffer, so batches go through
+    /// uv_write and resume from its callback.
+    @Test func manyLargeBodiesOverTCP() throws {
+        _ = try roundTrips(total: 40, window: 20, bodySize: 100_000, mode: .zeroCopy, wire: .tcp)
+    }
+
+    /// Every frame split across reads (one byte per read), both ways.
+    @Test func framesSplitIntoOneByteReads() throws {
+        _ = try roundTrips(total: 20, window: 5, bodySize: 300, mode: .zeroCopy) { clientEnd, serverEnd in
+            clientEnd.readLimit = 1
+            serverEnd.readLimit = 1
+        }
+    }
+
+    /// A reader that buffers at most 1 KiB: every writer's batch goes pending and resumes as the
+    /// reader catches up (what a full socket buffer does, here at every step).
+    @Test(arguments: BodyMode.allCases)
+    func writersWaitForASlowReader(mode: BodyMode) throws {
+        _ = try roundTrips(total: 30, window: 10, bodySize: 20_000, mode: mode) { clientEnd, serverEnd in
+            clientEnd.bufferLimit = 1024
+            serverEnd.bufferLimit = 1024
+            clientEnd.readLimit = 700
+            serverEnd.readLimit = 700
+        }
     }
 }

@@ -1,0 +1,27 @@
+/// A complete response, delivered to `HTTP2ClientDelegate`. Views are valid during the callback only.
+public struct HTTP2Response {
+    /// The stream id.
+    public var streamID: Int32
+    /// The caller's context given to `submit`.
+    public var context: UInt64
+    /// The `:status` value.
+    public var status: Int
+    /// The response header fields (pseudo-headers excluded).
+    public var headers: HTTP2HeaderList
+    /// The response body.
+    public var body: UnsafeRawBufferPointer
+    /// Timestamps of the stream.
+    public var timing: HTTP2StreamTiming
+}
+
+/// Timestamps of one stream, monotonic ns (`EventLoop.nowNanoseconds()`); 0 when it did not happen.
+public struct HTTP2StreamTiming: Sendable {
+    /// When `submit` was called.
+    public var submitted: UInt64
+    /// When the request HEADERS frame was handed to the socket batch.
+    public var headersSent: UInt64
+    /// When the response HEADERS began to arrive.
+    public var responseHeadersReceived: UInt64
+    /// When the response ended (END_STREAM received) or the stream failed.
+    public var completed: UInt64
+}

@@ -1,0 +1,40 @@
+import CNGHTTP2
+
+/// Adds response header fields inside `HTTP2ServerConnection.respond` (copied into the stream's storage).
+public struct HTTP2ResponseHeaders: ~Copyable {
+    let slot: UnsafeMutablePointer<ServerSlot>
+
+    /// Adds a field (name must be lowercase).
+    public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let no = slot.pointee.respStore.append(name.baseAddress, name.count)
+        let vo = slot.pointee.respStore.append(value.baseAddress, value.count)
+        slot.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(name.count),
+                                       valueOffset: Int32(vo), valueLength: Int32(value.count)))
+    }
+
+    /// Adds a field whose value is never put in the HPACK dynamic table (sent as a literal): for a
+    /// value that is new on every response (e.g. `apns-id`), where indexing only churns the table.
+    public mutating func addNeverIndexed(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
+        let no = slot.pointee.respStore.append(name.utf8Start, name.utf8CodeUnitCount)
+        let vo = slot.pointee.respStore.append(value.baseAddress, value.count)
+        slot.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(name.utf8CodeUnitCount),
+                                               valueOffset: Int32(vo), valueLength: Int32(value.count),
+                                               nvFlags: UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)))
+    }
+
+    /// Adds a field with a static name.
+    public mutating func add(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
+        add(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
+    }
+
+    /// Adds a field with static name and value.
+    public mutating func add(_ name: StaticString, _ value: StaticString) {
+        add(name, UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+    }
+
+    /// Adds a field with a String value (no allocation for native strings).
+    public mutating func add(_ name: StaticString, _ value: String) {
+        var v = value
+        v.withUTF8 { add(name, UnsafeRawBufferPointer($0)) }
+    }
+}

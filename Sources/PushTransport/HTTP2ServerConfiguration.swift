@@ -1,0 +1,21 @@
+/// Settings of an `HTTP2Server` (applied to every connection it accepts).
+public struct HTTP2ServerConfiguration: Sendable {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to clients (changeable later with `updateSettings`).
+    public var maxConcurrentStreams: Int = 1000
+    /// SETTINGS_INITIAL_WINDOW_SIZE announced to clients (request body bytes per stream before a WINDOW_UPDATE).
+    public var initialWindowSize: Int = 1 << 20
+    /// Connection-level receive window announced at start.
+    public var connectionWindowSize: Int = 16 << 20
+    /// Set SO_REUSEPORT before bind so several loops (threads) can listen on one port.
+    public var reusePort = false
+    /// listen(2) backlog.
+    public var backlog: Int32 = 1024
+    /// Bytes of the per-connection staging buffer.
+    public var stagingCapacity: Int = 64 * 1024
+    /// iovecs per write batch.
+    public var iovCapacity: Int = 1024
+    /// Request bodies larger than this are refused with RST_STREAM (REFUSED_STREAM is wrong; CANCEL is used).
+    public var maxRequestBodySize: Int = 1 << 20
+    /// Creates the defaults.
+    public init() {}
+}

@@ -1,0 +1,306 @@
+import CNGHTTP2
+import CUV
+
+/// One accepted HTTP/2 connection of an `HTTP2Server`; respond to its requests, change its SETTINGS,
+/// send GOAWAY or close it.
+public final class HTTP2ServerConnection: HTTP2Session {
+    // unowned(unsafe): no refcount check per callback; the server detaches its connections in its
+    // deinit (and on close) before it goes away, and `detached` guards every use after that.
+    unowned(unsafe) let owner: HTTP2Server
+    var detached = false
+    /// The server that accepted it (nil once the server is gone).
+    public var server: HTTP2Server? { detached ? nil : owner }
+    /// A number unique within the server (1, 2, …).
+    public let id: UInt64
+    private var slots: StreamSlotPool<ServerSlot>
+    /// The slot of the HEADERS block being received (saves a stream lookup per header field).
+    private var headerSlot: UnsafeMutablePointer<ServerSlot>?
+    private var headerStreamID: Int32 = 0
+    private let maxRequestBodySize: Int
+    private var peerSettingsSeen = false
+
+    init(server: HTTP2Server, id: UInt64, transport: ByteTransport) {
+        self.owner = server
+        self.id = id
+        let c = server.configuration
+        maxRequestBodySize = c.maxRequestBodySize
+        slots = StreamSlotPool(streams: c.maxConcurrentStreams)
+        super.init(loop: server.loop, stagingCapacity: c.stagingCapacity, iovCapacity: c.iovCapacity)
+        self.transport = transport
+        transport.owner = self
+    }
+
+    /// Starts the session: SETTINGS (the server's current stream limit and window) go out with the
+    /// first flush. False when nghttp2 could not create the session.
+    func start() -> Bool {
+        let c = owner.configuration
+        let r = startSession(asServer: true,
+                             settings: LocalSettings(maxConcurrentStreams: owner.currentMaxConcurrentStreams,
+                                                     initialWindowSize: c.initialWindowSize),
+                             connectionWindowSize: c.connectionWindowSize,
+                             receiveCallbacks: HTTP2ServerConnection.installReceiveCallbacks)
+        if r != 0 { return false }
+        transport?.startReading()
+        scheduleFlush()
+        return true
+    }
+
+    /// The one way back from nghttp2's user_data: a guaranteed reference, so no retain/release per callback.
+    @inline(__always)
+    static func withServer<R>(_ ud: UnsafeMutableRawPointer?, _ body: (HTTP2ServerConnection) -> R) -> R {
+        Unmanaged<HTTP2ServerConnection>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
+    }
+
+    static func installReceiveCallbacks(_ cbs: OpaquePointer) {
+        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs) { _, frame, ud in
+            HTTP2ServerConnection.withServer(ud) { $0.beginHeaders(frame!) }
+        }
+        nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, ud in
+            HTTP2ServerConnection.withServer(ud) { $0.header(frame!, name!, namelen, value!, valuelen) }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
+            HTTP2ServerConnection.withServer(ud) { $0.dataChunk(streamID, data!, len) }
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs) { _, frame, ud in
+            HTTP2ServerConnection.withServer(ud) { $0.frameReceived(frame!) }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamID, code, ud in
+            HTTP2ServerConnection.withServer(ud) { $0.streamClosed(streamID, code) }
+            return 0
+        }
+    }
+
+    @inline(__always) private func slot(for streamID: Int32) -> UnsafeMutablePointer<ServerSlot>? {
+        if streamID == headerStreamID, let h = headerSlot { return h }
+        return nghttp2_session_get_stream_user_data(session, streamID)?.assumingMemoryBound(to: ServerSlot.self)
+    }
+
+    private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        if pb_frame_type(frame) != UInt8(NGHTTP2_HEADERS.rawValue)
+            || pb_frame_headers_category(frame) != NGHTTP2_HCAT_REQUEST { return 0 }
+        let s = slots.acquire { ServerSlot() }
+        s.pointee.reset()
+        s.pointee.streamID = pb_frame_stream_id(frame)
+        headerSlot = s
+        headerStreamID = s.pointee.streamID
+        nghttp2_session_set_stream_user_data(session, s.pointee.streamID, UnsafeMutableRawPointer(s))
+        return 0
+    }
+
+    private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
+                        _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
+        guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
+        let vo = s.pointee.reqStore.append(value, valuelen)
+        if namelen > 0 && name[0] == UInt8(ascii: ":") {
+            switch (namelen, name[1]) {
+            case (7, UInt8(ascii: "m")): s.pointee.pseudo.0 = vo; s.pointee.pseudo.1 = valuelen
+            case (5, UInt8(ascii: "p")): s.pointee.pseudo.2 = vo; s.pointee.pseudo.3 = valuelen
+            case (10, UInt8(ascii: "a")): s.pointee.pseudo.4 = vo; s.pointee.pseudo.5 = valuelen
+            case (7, UInt8(ascii: "s")): s.pointee.pseudo.6 = vo; s.pointee.pseudo.7 = valuelen
+            default: break
+            }
+            return
+        }
+        let no = s.pointee.reqStore.append(name, namelen)
+        s.pointee.reqRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(namelen),
+                                   valueOffset: Int32(vo), valueLength: Int32(valuelen)))
+    }
+
+    private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
+        guard let s = slot(for: streamID) else { return 0 }
+        if s.pointee.reqBody.count + len > maxRequestBodySize {
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
+            return 0
+        }
+        s.pointee.reqBody.append(data, len)
+        return 0
+    }
+
+    private func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+        let type = UInt32(pb_frame_type(frame))
+        let flags = pb_frame_flags(frame)
+        switch type {
+        case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+            guard flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
+                  let s = slot(for: pb_frame_stream_id(frame)) else { return }
+            deliver(s)
+        case NGHTTP2_SETTINGS.rawValue:
+            if flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { return }
+            if peerSettingsSeen {
+                owner.delegate?.server(owner, connection: self, didUpdatePeerSettings: remoteSettings())
+            }
+            peerSettingsSeen = true
+        case NGHTTP2_GOAWAY.rawValue:
+            owner.delegate?.server(owner, connection: self, didReceiveGoAway: HTTP2GoAway(frame: frame))
+        default:
+            break
+        }
+    }
+
+    private func deliver(_ s: UnsafeMutablePointer<ServerSlot>) {
+        headerSlot = nil
+        headerStreamID = 0
+        owner.requestsReceived &+= 1
+        let base = UnsafeRawPointer(s.pointee.reqStore.base)
+        let p = s.pointee.pseudo
+        let refs = s.pointee.reqRefs.buffer
+        do {
+            let req = HTTP2ServerRequest(
+                connection: self, streamID: s.pointee.streamID,
+                method: UnsafeRawBufferPointer(start: base + p.0, count: p.1),
+                path: UnsafeRawBufferPointer(start: base + p.2, count: p.3),
+                authority: UnsafeRawBufferPointer(start: base + p.4, count: p.5),
+                scheme: UnsafeRawBufferPointer(start: base + p.6, count: p.7),
+                headers: HTTP2HeaderList(store: base, refs: refs),
+                body: s.pointee.reqBody.bytes, receivedAt: loop.now)
+            owner.delegate?.server(owner, didReceive: req)
+        }
+    }
+
+    private func streamClosed(_ streamID: Int32, _ code: UInt32) {
+        guard let s = slot(for: streamID) else { return }
+        if s == headerSlot { headerSlot = nil; headerStreamID = 0 }
+        nghttp2_session_set_stream_user_data(session, streamID, nil)
+        if !s.pointee.responded {
+            s.pointee.responded = true
+            owner.delegate?.server(owner, connection: self, streamDidClose: streamID, errorCode: code)
+        }
+        releaseWhenWritten(UnsafeMutableRawPointer(s))
+    }
+
+    override func releaseSlot(_ slot: UnsafeMutableRawPointer) {
+        slots.release(slot.assumingMemoryBound(to: ServerSlot.self))
+    }
+
+    override func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
+        owner.bytesIn &+= UInt64(bytes.count)
+        super.transportDidRead(bytes)
+    }
+
+    override func didClose(_ error: TransportError) {
+        headerSlot = nil
+        var i = 0
+        while i < slots.count {
+            let s = slots[i]
+            i += 1
+            if !s.pointee.active { continue }
+            slots.release(s)
+            if !s.pointee.responded && !detached {
+                s.pointee.responded = true
+                owner.delegate?.server(owner, connection: self, streamDidClose: s.pointee.streamID,
+                                        errorCode: NGHTTP2_CANCEL.rawValue)
+            }
+        }
+        if !detached { owner.connectionClosed(self, error) }
+    }
+
+    /// Answers stream `streamID`: `status`, header fields added by `headers` (copied), and `body` (copied).
+    ///
+    /// Returns false when the stream is gone (closed, reset, connection lost) or already answered.
+    @discardableResult
+    public func respond(to streamID: Int32, status: Int, body: UnsafeRawBufferPointer? = nil,
+                        headers: (inout HTTP2ResponseHeaders) -> Void = { _ in }) -> Bool {
+        guard let s = prepareResponse(streamID, status, headers) else { return false }
+        if let body, body.count > 0 {
+            s.pointee.respBody.count = 0
+            s.pointee.respBody.append(body.baseAddress, body.count)
+            s.pointee.cursor = BodyCursor(base: UnsafeRawPointer(s.pointee.respBody.base), count: body.count, sent: 0)
+            return submitResponse(s, hasBody: true)
+        }
+        return submitResponse(s, hasBody: false)
+    }
+
+    /// Like `respond(to:status:body:headers:)` but sends `body` without copying: it must stay valid
+    /// and unchanged for the connection's lifetime (static payloads).
+    @discardableResult
+    public func respond(to streamID: Int32, status: Int, borrowingBody body: UnsafeRawBufferPointer,
+                        headers: (inout HTTP2ResponseHeaders) -> Void = { _ in }) -> Bool {
+        guard let s = prepareResponse(streamID, status, headers) else { return false }
+        s.pointee.cursor = BodyCursor(base: body.baseAddress, count: body.count, sent: 0)
+        return submitResponse(s, hasBody: body.count > 0)
+    }
+
+    private func prepareResponse(_ streamID: Int32, _ status: Int,
+                                 _ headers: (inout HTTP2ResponseHeaders) -> Void) -> UnsafeMutablePointer<ServerSlot>? {
+        guard session != nil, !isClosed, let s = slot(for: streamID), !s.pointee.responded else { return nil }
+        precondition(status >= 100 && status <= 999, "status \(status) is not a 3-digit HTTP status")
+        s.pointee.respStore.count = 0
+        s.pointee.respRefs.count = 0
+        var digits: (UInt8, UInt8, UInt8) = (UInt8(48 + status / 100), UInt8(48 + status / 10 % 10), UInt8(48 + status % 10))
+        withUnsafeBytes(of: &digits) { _ = s.pointee.respStore.append($0.baseAddress, 3) }
+        var w = HTTP2ResponseHeaders(slot: s)
+        headers(&w)
+        return s
+    }
+
+    private static let statusName: StaticString = ":status"
+
+    private func submitResponse(_ s: UnsafeMutablePointer<ServerSlot>, hasBody: Bool) -> Bool {
+        let n = s.pointee.respRefs.count + 1
+        let nv = scratchNV(count: n)
+        let flags = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
+        let base = s.pointee.respStore.base.assumingMemoryBound(to: UInt8.self)
+        nv[0] = nghttp2_nv(name: UnsafeMutablePointer(mutating: HTTP2ServerConnection.statusName.utf8Start),
+                                  value: base, namelen: 7, valuelen: 3, flags: flags)
+        // Index loop, not for-in: unspecialized iterators allocate coroutine frames in debug builds.
+        var i = 0
+        while i < s.pointee.respRefs.count {
+            let r = s.pointee.respRefs.base[i]
+            defer { i += 1 }
+            nv[i + 1] = nghttp2_nv(name: base + Int(r.nameOffset), value: base + Int(r.valueOffset),
+                                          namelen: Int(r.nameLength), valuelen: Int(r.valueLength), flags: flags | r.nvFlags)
+        }
+        let rv: Int32
+        if hasBody {
+            var prd = nghttp2_data_provider(source: nghttp2_data_source(ptr: ServerSlot.cursor(s)),
+                                            read_callback: HTTP2Session.noCopyRead)
+            rv = nghttp2_submit_response(session, s.pointee.streamID, nv, n, &prd)
+        } else {
+            rv = nghttp2_submit_response(session, s.pointee.streamID, nv, n, nil)
+        }
+        if rv != 0 { return false }
+        s.pointee.responded = true
+        scheduleFlush()
+        return true
+    }
+
+    /// Resets stream `streamID` with RST_STREAM(`errorCode`).
+    public func reset(_ streamID: Int32, errorCode: UInt32 = NGHTTP2_CANCEL.rawValue) {
+        guard let session, !isClosed else { return }
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode)
+        scheduleFlush()
+    }
+
+    /// Sends GOAWAY with `errorCode` and `debugData` (e.g. a JSON reason). Streams up to `lastStreamID`
+    /// (default: the last one received) still finish; the connection closes when none is left.
+    public func goAway(errorCode: UInt32 = 0, debugData: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+                       lastStreamID: Int32? = nil) {
+        guard let session, !isClosed else { return }
+        let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
+        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode,
+                              debugData.baseAddress?.assumingMemoryBound(to: UInt8.self), debugData.count)
+        scheduleFlush()
+    }
+
+    /// Sends new SETTINGS with `maxConcurrentStreams` (may drop below the streams now open).
+    public func updateSettings(maxConcurrentStreams: Int) {
+        guard session != nil, !isClosed else { return }
+        submitSettings(LocalSettings(maxConcurrentStreams: maxConcurrentStreams))
+        scheduleFlush()
+    }
+
+    /// Graceful shutdown of this connection: GOAWAY(NO_ERROR), in-flight streams finish, then close.
+    public func shutdownGracefully() { goAway(errorCode: 0) }
+
+    /// Closes the socket now (abrupt close: open streams are dropped).
+    public func close() {
+        fail(TransportError(kind: .closedLocally, code: 0, function: "close"))
+    }
+
+    /// The client's settings now in force.
+    public var peerSettings: HTTP2Settings { remoteSettings() }
+}
+
+@available(*, unavailable) extension HTTP2ServerConnection: Sendable {}

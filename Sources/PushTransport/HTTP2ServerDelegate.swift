@@ -1,0 +1,28 @@
+/// Receives a server's events on the loop thread. All but `didReceive` have empty defaults.
+public protocol HTTP2ServerDelegate: AnyObject {
+    /// A complete request.
+    func server(_ server: HTTP2Server, didReceive request: HTTP2ServerRequest)
+    /// A connection was accepted.
+    func server(_ server: HTTP2Server, connectionDidOpen connection: HTTP2ServerConnection)
+    /// A connection closed (peer close, error, GOAWAY exchange done, or local close).
+    func server(_ server: HTTP2Server, connectionDidClose connection: HTTP2ServerConnection, error: TransportError)
+    /// A client sent SETTINGS.
+    func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, didUpdatePeerSettings settings: HTTP2Settings)
+    /// A client sent GOAWAY.
+    func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, didReceiveGoAway goAway: HTTP2GoAway)
+    /// A stream closed before it was answered (client reset, connection loss); `respond` to it now returns false.
+    func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, streamDidClose streamID: Int32, errorCode: UInt32)
+}
+
+extension HTTP2ServerDelegate {
+    /// Default: ignore.
+    public func server(_ server: HTTP2Server, connectionDidOpen connection: HTTP2ServerConnection) {}
+    /// Default: ignore.
+    public func server(_ server: HTTP2Server, connectionDidClose connection: HTTP2ServerConnection, error: TransportError) {}
+    /// Default: ignore.
+    public func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, didUpdatePeerSettings settings: HTTP2Settings) {}
+    /// Default: ignore.
+    public func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, didReceiveGoAway goAway: HTTP2GoAway) {}
+    /// Default: ignore.
+    public func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, streamDidClose streamID: Int32, errorCode: UInt32) {}
+}

@@ -1,0 +1,22 @@
+/// A complete request given to `HTTP2ServerDelegate`. Views are valid during the callback only;
+/// answer with `connection.respond(to: streamID, …)` now or later.
+public struct HTTP2ServerRequest {
+    /// The connection the request came on (respond through it).
+    public let connection: HTTP2ServerConnection
+    /// The stream id.
+    public let streamID: Int32
+    /// `:method`.
+    public var method: UnsafeRawBufferPointer
+    /// `:path`.
+    public var path: UnsafeRawBufferPointer
+    /// `:authority` (empty if absent; a `host` header may be among `headers`).
+    public var authority: UnsafeRawBufferPointer
+    /// `:scheme`.
+    public var scheme: UnsafeRawBufferPointer
+    /// Regular header fields.
+    public var headers: HTTP2HeaderList
+    /// The request body.
+    public var body: UnsafeRawBufferPointer
+    /// When the request completed (END_STREAM received), monotonic ns.
+    public var receivedAt: UInt64
+}

@@ -1,0 +1,63 @@
+/// Per-stream state kept in manually allocated memory at a stable address (the nghttp2 stream user
+/// data), so callbacks reach it with no lookup, retain or exclusivity check.
+protocol StreamSlot {
+    /// True from acquire until the slot is back in its pool's free list.
+    var active: Bool { get set }
+    /// Frees the buffers the slot owns (the pool frees the slot itself).
+    func freeStorage()
+}
+
+/// The stream slots of one connection, client or server: created when no free one is left, reused
+/// after their stream closes, freed with the connection. Steady state allocates nothing.
+struct StreamSlotPool<Slot: StreamSlot>: ~Copyable {
+    private var all: [UnsafeMutablePointer<Slot>] = []
+    private var free: [UnsafeMutablePointer<Slot>] = []
+
+    /// A pool sized for about `streams` concurrent streams (reserved once; it still grows past it).
+    init(streams: Int) {
+        let n = min(streams * 2, 1 << 16)
+        all.reserveCapacity(n)
+        free.reserveCapacity(n)
+    }
+
+    deinit {
+        // Index loop, not for-in: unspecialized iterators allocate coroutine frames in debug builds.
+        var i = 0
+        while i < all.count {
+            let s = all[i]
+            s.pointee.freeStorage()
+            s.deinitialize(count: 1)
+            s.deallocate()
+            i += 1
+        }
+    }
+
+    /// A free slot, marked active; `make` gives the value of a new one when none is free.
+    @inline(__always)
+    mutating func acquire(_ make: () -> Slot) -> UnsafeMutablePointer<Slot> {
+        let s: UnsafeMutablePointer<Slot>
+        if let p = free.popLast() {
+            s = p
+        } else {
+            s = .allocate(capacity: 1)
+            s.initialize(to: make())
+            all.append(s)
+        }
+        s.pointee.active = true
+        return s
+    }
+
+    /// Puts an active slot back in the free list; a slot released already is left alone.
+    @inline(__always)
+    mutating func release(_ s: UnsafeMutablePointer<Slot>) {
+        if !s.pointee.active { return }
+        s.pointee.active = false
+        free.append(s)
+    }
+
+    /// Every slot ever created (active or free), for a walk when the connection closes.
+    var count: Int { all.count }
+
+    /// Slot `i` of `count`.
+    subscript(i: Int) -> UnsafeMutablePointer<Slot> { all[i] }
+}
