@@ -123,8 +123,8 @@ public struct RoundFigures: Sendable, Equatable {
     public var index: Int
     /// Completed requests per measured second in this round.
     public var achievedRPS: Double
-    /// Corrected latency p50 and p99 of this round, µs.
-    public var p50: Int64, p99: Int64
+    /// Corrected latency p50, p99 and p99.9 of this round, µs.
+    public var p50: Int64, p99: Int64, p999: Int64
     /// Driver-thread CPU seconds per million pushes in this round.
     public var cpuSecondsPerMillion: Double?
 }
@@ -184,7 +184,7 @@ public enum EncoderComparison {
             run.perRound.append(RoundFigures(
                 index: round.index,
                 achievedRPS: r.measuredSeconds > 0 ? Double(r.measured.completed) / r.measuredSeconds : 0,
-                p50: r.latency.valueAtPercentile(50), p99: r.latency.valueAtPercentile(99),
+                p50: r.latency.valueAtPercentile(50), p99: r.latency.valueAtPercentile(99), p999: r.latency.valueAtPercentile(99.9),
                 cpuSecondsPerMillion: pushes > 0 ? (r.stats.cpuUser + r.stats.cpuSystem) / Double(pushes) * 1e6 : nil))
             run.result.absorb(r, first: run.rounds == 0)
             run.rounds += 1

@@ -7,7 +7,7 @@ import Glibc
 /// `pushbench --encoder zerocopy,copy,foundation`): a terminal or Markdown table, one chart with every
 /// variant's latency-by-percentile curve, and a comparison folder (comparison.md, comparison.svg,
 /// comparison.json). Each variant after the first is also judged against the first (the reference) with
-/// ``RunComparison``'s thresholds.
+/// ``RunComparison``'s thresholds and the round-to-round spread (``differences``).
 ///
 /// ```swift
 /// let entries = runs.map { VariantComparison.Entry(name: $0.encoder, runID: $0.id, record: $0.record,
@@ -101,21 +101,21 @@ public struct VariantComparison {
         }
     }
 
-    /// Names of the gated metrics on which each entry regressed against the reference (empty for it).
+    /// Names of the metrics on which each entry regressed against the reference, past both the
+    /// threshold and the round-to-round spread (empty for the reference).
     public var regressions: [[String]] {
-        againstReference.map { c in c?.rows.filter { $0.verdict == .regression }.map(\.metric.name) ?? [] }
+        differences.map { $0.filter { $0.verdict == .regression }.map(\.metric) }
     }
 
     // MARK: Table
 
     /// Header of the table.
     static let header = ["encoder", "rounds", "achieved rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
-                         "errors", "CPU s / M pushes", "CPU vs ref", "p99 vs ref", "verdict vs ref"]
+                         "errors", "CPU s / M pushes", "CPU vs ref (spread)", "p99 vs ref (spread)", "verdict vs ref"]
 
     /// The rows as text cells.
     var cells: [[String]] {
-        let ref = entries.first
-        let regs = regressions
+        let diffs = differences
         return entries.enumerated().map { i, e in
             let r = e.record, l = r.latency
             let errors = r.counts.failed + r.counts.transportErrors
@@ -125,11 +125,11 @@ public struct VariantComparison {
             row.append(ReportChart.grouped(Double(errors)))
             row.append(e.cpuSecondsPerMillion.map { String(format: "%.2f", $0) } ?? "-")
             if i == 0 {
-                row += ["1.00x", "1.00x", "reference"]
+                row += ["-", "-", "reference"]
             } else {
-                row.append(Self.ratio(e.cpuSecondsPerMillion, ref?.cpuSecondsPerMillion))
-                row.append(Self.ratio(Double(l.valueAtPercentile(99)), (ref?.record.latency.valueAtPercentile(99)).map(Double.init)))
-                row.append(regs[i].isEmpty ? "ok" : "REGRESSION: " + regs[i].joined(separator: ", "))
+                row.append(diffs[i].first { $0.metric == "cpu_s_per_million" }?.text ?? "-")
+                row.append(diffs[i].first { $0.metric == "p99" }?.text ?? "-")
+                row.append(verdictText(diffs[i]))
             }
             return row
         }
@@ -171,7 +171,11 @@ public struct VariantComparison {
         out += table(markdown: true)
         out += "\nLatency is corrected latency (from each request's intended send time). CPU s / M pushes is the CPU time of the "
         out += "client's driver threads during the variant's rounds per million requests sent (warm-up included). "
-        out += "Verdicts compare each variant with the first using `pushbench compare`'s thresholds.\n\n"
+        out += "Each variant is judged against the first: a difference is a regression only when the whole-run change is past "
+        out += "`pushbench compare`'s threshold, the change between the two variants' median rounds is past it too and larger than "
+        out += "the round-to-round spread (the larger of the two variants' interquartile ranges over their rounds, in % of the "
+        out += "reference's median round), and both ran at least \(Self.minimumRounds) rounds; otherwise noise could have made it.\n\n"
+        out += differencesTable()
         if entries.contains(where: { $0.perRound.count > 1 }) {
             out += "Round to round (min … median … max over each variant's rounds): a difference between variants "
             out += "smaller than these spreads may well be noise.\n\n"
@@ -194,11 +198,13 @@ public struct VariantComparison {
     /// comparison.json: the same figures for scripts.
     public func json(comparisonID: String) -> JSONValue {
         let regs = regressions
+        let diffs = differences
         return .object([
             ("comparison_id", .string(comparisonID)),
             ("label", .string(label)),
             ("reference", entries.first.map { .string($0.name) } ?? .null),
             ("round_s", .double(roundSeconds)),
+            ("min_rounds_for_verdict", .int(Int64(Self.minimumRounds))),
             ("rounds", .array(roundOrder.map { .string($0) })),
             ("variants", .array(entries.enumerated().map { i, e in
                 let r = e.record, l = r.latency
@@ -212,6 +218,19 @@ public struct VariantComparison {
                     ("errors", .int(r.counts.failed + r.counts.transportErrors)),
                     ("cpu_s_per_million", e.cpuSecondsPerMillion.map { .double(ResultsWriter.round3($0)) } ?? .null),
                     ("regressions_vs_reference", .array(regs[i].map { .string($0) })),
+                    ("differences_vs_reference", .array(diffs[i].map { d in
+                        .object([
+                            ("metric", .string(d.metric)),
+                            ("reference", d.reference.map { .double(ResultsWriter.round3($0)) } ?? .null),
+                            ("value", d.value.map { .double(ResultsWriter.round3($0)) } ?? .null),
+                            ("change_pct", d.changePercent.map { .double(ResultsWriter.round3($0)) } ?? .null),
+                            ("round_change_pct", d.roundChangePercent.map { .double(ResultsWriter.round3($0)) } ?? .null),
+                            ("spread_pct", d.spreadPercent.map { .double(ResultsWriter.round3($0)) } ?? .null),
+                            ("threshold_pct", d.threshold.map { .double($0) } ?? .null),
+                            ("rounds", .int(Int64(d.rounds))),
+                            ("verdict", .string(d.verdict.rawValue)),
+                        ])
+                    })),
                     ("per_round", .array(e.perRound.map { p in
                         .object([
                             ("round", .int(Int64(p.index))), ("achieved_rps", .double(ResultsWriter.round3(p.achievedRPS))),
@@ -222,6 +241,34 @@ public struct VariantComparison {
                 ])
             })),
         ])
+    }
+
+    /// The Markdown table of every difference against the reference, with its spread and verdict.
+    func differencesTable() -> String {
+        let diffs = differences
+        guard diffs.contains(where: { !$0.isEmpty }) else { return "" }
+        func value(_ metric: String, _ v: Double?) -> String {
+            guard let v else { return "-" }
+            switch metric {
+            case "achieved_rps": return ReportChart.grouped(v)
+            case "cpu_s_per_million": return String(format: "%.2f s", v)
+            case "transport_errors": return ReportChart.grouped(v)
+            default: return String(format: "%.3f ms", v / 1000)
+            }
+        }
+        var out = "| encoder | metric | reference | value | change | median round change | round spread | rounds | threshold | verdict |\n"
+        out += "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
+        for (e, ds) in zip(entries, diffs) {
+            for d in ds {
+                let change = d.changePercent.map { String(format: "%+.2f%%", $0) } ?? "-"
+                let spread = d.spreadPercent.map { String(format: "%.1f%%", $0) } ?? "-"
+                let rounds = d.roundChangePercent.map { String(format: "%+.1f%%", $0) } ?? "-"
+                let threshold = d.threshold.map { $0 == 0 ? "any" : String(format: "%g%%", $0) } ?? "-"
+                let verdict = d.verdict == .regression ? "**REGRESSION**" : d.verdict.rawValue
+                out += "| \(e.name) | \(d.metric) | \(value(d.metric, d.reference)) | \(value(d.metric, d.value)) | \(change) | \(rounds) | \(spread) | \(d.rounds) | \(threshold) | \(verdict) |\n"
+            }
+        }
+        return out + "\n"
     }
 
     // MARK: Chart
@@ -323,10 +370,5 @@ public struct VariantComparison {
         let v = values.sorted()
         let median = v.count % 2 == 1 ? v[v.count / 2] : (v[v.count / 2 - 1] + v[v.count / 2]) / 2
         return "\(f(v[0])) … \(f(median)) … \(f(v[v.count - 1]))"
-    }
-
-    static func ratio(_ v: Double?, _ ref: Double?) -> String {
-        guard let v, let ref, ref > 0 else { return "-" }
-        return String(format: "%.2fx", v / ref)
     }
 }

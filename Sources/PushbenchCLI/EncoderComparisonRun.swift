@@ -111,7 +111,7 @@ struct EncoderComparisonExecution {
                                                    cpuSecondsPerMillion: v.cpuSecondsPerMillion, rounds: v.rounds,
                                                    perRound: v.perRound.map {
                                                        VariantComparison.RoundPoint(index: $0.index, achievedRPS: $0.achievedRPS, p50: $0.p50,
-                                                                                    p99: $0.p99, cpuSecondsPerMillion: $0.cpuSecondsPerMillion)
+                                                                                    p99: $0.p99, p999: $0.p999, cpuSecondsPerMillion: $0.cpuSecondsPerMillion)
                                                    }))
             if talk { printOut("\(folder.path)\(record.interrupted ? "  (interrupted)" : "")") }
         }

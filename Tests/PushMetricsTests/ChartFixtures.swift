@@ -57,15 +57,16 @@ enum ChartFixtures {
         return (try RunMerger.merge(runs), runs, root)
     }
 
-    /// Three variants of an A/B run with `rounds` rounds each; `slowCopy` makes every copy round slower.
-    static func comparison(rounds: Int, slowCopy: Double = 1, noisyRound: Bool = false) -> VariantComparison {
+    /// Three variants of an A/B run with `rounds` rounds each, their rounds ±8% apart; `slowCopy`
+    /// makes every copy round slower; `noisy` spreads the reference's rounds ±60%.
+    static func comparison(rounds: Int, slowCopy: Double = 1, noisy: Bool = false) -> VariantComparison {
         let names = ["zerocopy", "copy", "foundation"]
         var entries: [VariantComparison.Entry] = []
         for (v, name) in names.enumerated() {
             let factor = name == "copy" ? slowCopy : 1
             let r = steady("ab-\(name)", rate: 300, seconds: rounds) { k in Int64((Double(600 + (k * 7919) % 900) * factor).rounded()) }
             let points = (0..<rounds).map { i -> VariantComparison.RoundPoint in
-                let wobble = 1 + 0.04 * Double((i * 5 + v * 3) % 5 - 2) + (noisyRound && i == 1 && v == 0 ? 0.5 : 0)
+                let wobble = 1 + (noisy && v == 0 ? 0.3 : 0.04) * Double((i * 3 + v) % 5 - 2)
                 return VariantComparison.RoundPoint(index: i * names.count + v, achievedRPS: 300,
                                                     p50: Int64(1000 * factor * wobble), p99: Int64(1500 * factor * wobble),
                                                     p999: Int64(1500 * factor * wobble), cpuSecondsPerMillion: 4 * factor * wobble)

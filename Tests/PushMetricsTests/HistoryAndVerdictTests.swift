@@ -74,3 +74,72 @@ import Testing
         #expect(try Fixtures.text(root.appendingPathComponent("history.csv")).hasPrefix(text))
     }
 }
+
+@Suite struct VariantVerdictTests {
+    func verdicts(_ c: VariantComparison, _ variant: Int) -> [String: VariantComparison.DifferenceVerdict] {
+        Dictionary(uniqueKeysWithValues: c.differences[variant].map { ($0.metric, $0.verdict) })
+    }
+
+    @Test func oneRoundEachIsTooFewToCallARegression() {
+        // Three 1 s rounds (one per variant) with copy 19% slower: what was printed as REGRESSION.
+        let c = ChartFixtures.comparison(rounds: 1, slowCopy: 1.19)
+        #expect(c.regressions == [[], [], []])
+        #expect(verdicts(c, 1)["p999"] == .tooFewRounds && verdicts(c, 1)["p50"] == .tooFewRounds)
+        let table = c.table(markdown: false)
+        #expect(table.contains("too few rounds to judge (1 of 3)"))
+        #expect(!table.contains("REGRESSION"))
+    }
+
+    @Test func aDifferenceWithinTheRoundToRoundSpreadIsNoise() throws {
+        // The reference's rounds are ±60% apart: copy's 19% is inside that spread.
+        let c = ChartFixtures.comparison(rounds: 5, slowCopy: 1.19, noisy: true)
+        #expect(c.regressions[1].isEmpty)
+        let p50 = try #require(c.differences[1].first { $0.metric == "p50" })
+        #expect(p50.verdict == .noise)
+        #expect((p50.spreadPercent ?? 0) > (p50.roundChangePercent ?? .infinity))
+        #expect(c.table(markdown: false).contains("within noise: p50 +"))
+        let json = c.json(comparisonID: "x").render()
+        #expect(json.contains("\"differences_vs_reference\"") && json.contains("\"within noise\"") && json.contains("\"spread_pct\""))
+    }
+
+    @Test func aDifferenceBeyondTheSpreadWithEnoughRoundsIsARegression() throws {
+        let c = ChartFixtures.comparison(rounds: 5, slowCopy: 1.3)
+        #expect(c.regressions[1].contains("p50") && c.regressions[1].contains("p99") && c.regressions[1].contains("p999"))
+        #expect(c.regressions[2].isEmpty, "foundation is the reference's twin")
+        let p50 = try #require(c.differences[1].first { $0.metric == "p50" })
+        #expect(p50.verdict == .regression && p50.rounds == 5)
+        #expect(p50.text.contains("(rounds +30.0%, spread "))
+        let md = c.markdown(comparisonID: "x")
+        #expect(md.contains("| encoder | metric | reference | value | change | median round change | round spread | rounds | threshold | verdict |"))
+        #expect(md.contains("| copy | p50 |") && md.contains("**REGRESSION**"))
+        #expect(c.table(markdown: false).contains("REGRESSION: p50 +"))
+    }
+
+    @Test func oneStalledRoundDoesNotHideARegressionNorMakeOne() throws {
+        // A stalled round of the reference neither vetoes copy's 30% nor, in copy, makes one.
+        var c = ChartFixtures.comparison(rounds: 5, slowCopy: 1.3)
+        c.entries[0].perRound[2].p50 *= 8
+        #expect(c.regressions[1].contains("p50"))
+        var quiet = ChartFixtures.comparison(rounds: 5)
+        quiet.entries[1].perRound[2].p99 *= 8
+        quiet.entries[1].record.latency.record(50_000, count: 1_000)  // the stall in copy's whole-run p99
+        let p99 = try #require(quiet.differences[1].first { $0.metric == "p99" })
+        #expect((p99.changePercent ?? 0) > 10, "the whole run's p99 moved")
+        #expect(p99.verdict == .noise && quiet.regressions[1].isEmpty)
+    }
+
+    @Test func transportErrorsNeedNoSpread() {
+        var c = ChartFixtures.comparison(rounds: 5)
+        c.entries[1].record.counts.transportErrors = 4
+        #expect(c.regressions[1] == ["transport_errors"])
+    }
+
+    @Test func theComparisonDrawsLatencyOnALogAxisAndEachRoundsP99() throws {
+        let svg = ChartFixtures.comparison(rounds: 5, slowCopy: 1.3).svg(comparisonID: "x")
+        let chart = try #require(ChartCheck.read(svg))
+        let ys = chart.axes.filter { $0.orient == "y" }
+        #expect(ys.map(\.scale) == ["log", "log"], "latency by percentile and p99 per round, both log")
+        #expect(svg.contains("latency (ms, log scale)") && svg.contains("Corrected latency p99 of each round"))
+        #expect(ChartCheck.allProblems(svg).isEmpty, "\(ChartCheck.allProblems(svg))")
+    }
+}
