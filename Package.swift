@@ -51,8 +51,11 @@ let package = Package(
         .executableTarget(name: "pushbench-testing", dependencies: ["PushbenchCLI", "PushbenchTestSupport"],
                           path: "Tests/Support/pushbench-testing"),
 
-        .testTarget(name: "PushVocabularyTests", dependencies: ["PushVocabulary", "CAllocCounter"]),
-        .testTarget(name: "PushPayloadTests", dependencies: ["PushPayload", "PushVocabulary", "CAllocCounter"]),
+        // Allocation counting and a seeded generator for the test targets.
+        .target(name: "AllocationTesting", dependencies: ["CAllocCounter"], path: "Tests/Support/AllocationTesting"),
+
+        .testTarget(name: "PushVocabularyTests", dependencies: ["PushVocabulary", "AllocationTesting"]),
+        .testTarget(name: "PushPayloadTests", dependencies: ["PushPayload", "PushVocabulary", "AllocationTesting"]),
         .testTarget(name: "PushMetricsTests", dependencies: ["PushMetrics", "CAllocCounter"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "CAllocCounter"]),
         .testTarget(name: "MockGatewayTests", dependencies: ["MockGateway", "PushTransport", "PushPayload", "PushVocabulary", "CAllocCounter"]),

@@ -9,6 +9,7 @@ import PushPayload
 
 #if canImport(Glibc)
 import Glibc
+import PushVocabulary
 #endif
 
 private struct EncoderBenchOptions {

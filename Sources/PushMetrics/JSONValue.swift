@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// A JSON value whose objects keep their key order, so summary.json reads in the order of the
 /// design's contract. Parsing and printing are self-contained (no JSONSerialization number quirks).
@@ -162,152 +163,39 @@ public enum JSONValue: Equatable, Sendable {
     }
 
     static func quote(_ s: String, into out: inout String) {
-        out += "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        out += "\""
+        var utf8: [UInt8] = [0x22]
+        var s = s
+        s.withUTF8 { JSONWriting.appendEscaped(UnsafeRawBufferPointer($0), to: &utf8) }
+        utf8.append(0x22)
+        out += String(decoding: utf8, as: UTF8.self)
     }
 
     // MARK: Parsing
 
-    /// A parse error with the byte offset and line where it happened.
-    public struct ParseError: Error, CustomStringConvertible {
-        /// What went wrong and where.
-        public let description: String
-    }
-
-    /// Parses JSON text.
+    /// Parses JSON text (strict RFC 8259, the project's one JSON reader). A mistake throws the
+    /// ``JSONError`` that says where (`line:column: reason`).
     public static func parse(_ text: String) throws -> JSONValue {
-        var p = Parser(bytes: Array(text.utf8))
-        p.skipSpace()
-        let v = try p.value(depth: 0)
-        p.skipSpace()
-        guard p.pos == p.bytes.count else { throw p.error("unexpected text after the JSON value") }
-        return v
+        var text = text
+        var tape = JSONTape()
+        return try text.withUTF8 { utf8 in
+            let bytes = UnsafeRawBufferPointer(utf8)
+            if let error = tape.parse(bytes) { throw error }
+            return value(at: tape.root, tape, bytes)
+        }
     }
 
-    private struct Parser {
-        let bytes: [UInt8]
-        var pos = 0
-
-        func error(_ what: String) -> ParseError {
-            let line = bytes[..<min(pos, bytes.count)].reduce(1) { $1 == 10 ? $0 + 1 : $0 }
-            return ParseError(description: "\(what) at line \(line) (byte \(pos))")
-        }
-
-        mutating func skipSpace() {
-            while pos < bytes.count, [9, 10, 13, 32].contains(bytes[pos]) { pos += 1 }
-        }
-
-        mutating func expect(_ literal: String) throws {
-            let l = Array(literal.utf8)
-            guard pos + l.count <= bytes.count, Array(bytes[pos..<pos + l.count]) == l else { throw error("expected \(literal)") }
-            pos += l.count
-        }
-
-        mutating func value(depth: Int) throws -> JSONValue {
-            guard depth < 200 else { throw error("nesting too deep") }
-            guard pos < bytes.count else { throw error("unexpected end of input") }
-            switch bytes[pos] {
-            case UInt8(ascii: "{"):
-                pos += 1
-                var m: [(String, JSONValue)] = []
-                skipSpace()
-                if pos < bytes.count && bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object(m) }
-                while true {
-                    skipSpace()
-                    guard pos < bytes.count, bytes[pos] == UInt8(ascii: "\"") else { throw error("expected a member name") }
-                    let k = try string()
-                    skipSpace()
-                    try expect(":")
-                    skipSpace()
-                    m.append((k, try value(depth: depth + 1)))
-                    skipSpace()
-                    guard pos < bytes.count else { throw error("unterminated object") }
-                    if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-                    if bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object(m) }
-                    throw error("expected , or } in object")
-                }
-            case UInt8(ascii: "["):
-                pos += 1
-                var a: [JSONValue] = []
-                skipSpace()
-                if pos < bytes.count && bytes[pos] == UInt8(ascii: "]") { pos += 1; return .array(a) }
-                while true {
-                    skipSpace()
-                    a.append(try value(depth: depth + 1))
-                    skipSpace()
-                    guard pos < bytes.count else { throw error("unterminated array") }
-                    if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-                    if bytes[pos] == UInt8(ascii: "]") { pos += 1; return .array(a) }
-                    throw error("expected , or ] in array")
-                }
-            case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try expect("true"); return .bool(true)
-            case UInt8(ascii: "f"): try expect("false"); return .bool(false)
-            case UInt8(ascii: "n"): try expect("null"); return .null
-            default: return try number()
-            }
-        }
-
-        mutating func number() throws -> JSONValue {
-            let start = pos
-            var isInteger = true
-            while pos < bytes.count {
-                let c = bytes[pos]
-                if (c >= 48 && c <= 57) || c == UInt8(ascii: "-") || c == UInt8(ascii: "+") { pos += 1; continue }
-                if c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") { isInteger = false; pos += 1; continue }
-                break
-            }
-            let text = String(decoding: bytes[start..<pos], as: UTF8.self)
-            if isInteger, let i = Int64(text) { return .int(i) }
-            if let d = Double(text), !text.isEmpty { return .double(d) }
-            pos = start
-            throw error("invalid value")
-        }
-
-        mutating func string() throws -> String {
-            pos += 1
-            var out = [UInt8]()
-            while pos < bytes.count {
-                let c = bytes[pos]
-                pos += 1
-                if c == UInt8(ascii: "\"") { return String(decoding: out, as: UTF8.self) }
-                if c != UInt8(ascii: "\\") { out.append(c); continue }
-                guard pos < bytes.count else { break }
-                let e = bytes[pos]
-                pos += 1
-                switch e {
-                case UInt8(ascii: "n"): out.append(10)
-                case UInt8(ascii: "t"): out.append(9)
-                case UInt8(ascii: "r"): out.append(13)
-                case UInt8(ascii: "b"): out.append(8)
-                case UInt8(ascii: "f"): out.append(12)
-                case UInt8(ascii: "u"):
-                    guard pos + 4 <= bytes.count, let code = UInt32(String(decoding: bytes[pos..<pos + 4], as: UTF8.self), radix: 16) else {
-                        throw error("bad \\u escape")
-                    }
-                    pos += 4
-                    var scalarValue = code
-                    if (0xD800..<0xDC00).contains(code), pos + 6 <= bytes.count, bytes[pos] == UInt8(ascii: "\\"),
-                       let low = UInt32(String(decoding: bytes[pos + 2..<pos + 6], as: UTF8.self), radix: 16) {
-                        pos += 6
-                        scalarValue = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    out += Array(String(Unicode.Scalar(scalarValue).map(Character.init) ?? "\u{FFFD}").utf8)
-                default: out.append(e)
-                }
-            }
-            throw error("unterminated string")
+    private static func value(at index: Int, _ tape: JSONTape, _ bytes: UnsafeRawBufferPointer) -> JSONValue {
+        switch tape[index].kind {
+        case .null: return .null
+        case .true: return .bool(true)
+        case .false: return .bool(false)
+        case .string: return .string(tape.string(at: index, in: bytes)!)
+        case .number:
+            if let i = tape.int64(at: index, in: bytes) { return .int(i) }
+            return .double(tape.double(at: index, in: bytes)!)
+        case .array: return .array(tape.children(of: index).map { value(at: $0, tape, bytes) })
+        case .object:
+            return .object(tape.members(of: index).map { (tape.string(at: $0.key, in: bytes)!, value(at: $0.value, tape, bytes)) })
         }
     }
 }

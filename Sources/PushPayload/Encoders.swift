@@ -5,6 +5,7 @@
 // All three emit byte-identical payloads for the same request (tests check it).
 
 import Foundation
+import PushVocabulary
 
 /// Which encoder (`--encoder`).
 public enum EncoderVariant: String, Sendable, CaseIterable {

@@ -398,7 +398,7 @@ struct TemplateCompiler {
         }
 
         // 3. Every placeholder must be a whole number value, or sit inside a string value.
-        for entry in tape.entries where entry.kind == .string || entry.kind == .number {
+        for entry in tape where entry.kind == .string || entry.kind == .number {
             for p in placeholders where p.start >= entry.start && p.end <= entry.end {
                 if entry.isKey { throw error(at: p.start, "a placeholder where an object key belongs (keys are fixed text)") }
                 if entry.kind == .number && (p.start != entry.start || p.end != entry.end) {

@@ -162,10 +162,11 @@ import Testing
 
 @Suite struct JSONValueTests {
     @Test func parsesAndPrintsInOrder() throws {
-        let text = #"{"b": 1, "a": [true, false, null, -2.5e3, "x\"\n\u00e9\ud83d\ude00"], "c": {"d": 9007199254740993}}"#
+        let text = #"{"b": 1, "a": [true, false, null, -2.5e3, "x\"\n\u00e9\ud83d\ude00\u0001\b"], "c": {"d": 9007199254740993}}"#
         let v = try JSONValue.parse(text)
         #expect(v.members.map(\.0) == ["b", "a", "c"])
-        #expect(v["a"] == .array([.bool(true), .bool(false), .null, .double(-2500), .string("x\"\né😀")]))
+        #expect(v["a"] == .array([.bool(true), .bool(false), .null, .double(-2500), .string("x\"\né😀\u{1}\u{8}")]))
+        #expect(JSONValue.string("\u{1}\u{8}\t\"").render() == #""\u0001\b\t\""\#n"#)
         #expect(v.value(atPath: "c.d")?.integer == 9_007_199_254_740_993)
         #expect(try JSONValue.parse(v.render()) == v)
     }
@@ -174,9 +175,10 @@ import Testing
         func reason(_ t: String) -> String {
             do { _ = try JSONValue.parse(t); return "accepted" } catch { return "\(error)" }
         }
-        #expect(reason("{\"a\": 1,\n \"b\" 2}") == "expected : at line 2 (byte 14)")
-        #expect(reason("[1, 2") == "unterminated array at line 1 (byte 5)")
-        #expect(reason("{} x") == "unexpected text after the JSON value at line 1 (byte 3)")
-        #expect(reason("\"abc") == "unterminated string at line 1 (byte 4)")
+        #expect(reason("{\"a\": 1,\n \"b\" 2}") == "2:6: expected ':' after an object key")
+        #expect(reason("[1, 2") == "1:6: unexpected end of input")
+        #expect(reason("{} x") == "1:4: unexpected data after the JSON value")
+        #expect(reason("\"abc") == "1:1: unterminated string")
+        #expect(reason("{\"a\": NaN}") == "1:7: expected a JSON value")
     }
 }

@@ -1,3 +1,4 @@
+import AllocationTesting
 import Foundation
 import PushVocabulary
 import Testing

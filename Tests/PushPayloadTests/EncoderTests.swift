@@ -1,4 +1,4 @@
-import CAllocCounter
+import AllocationTesting
 import Foundation
 import PushVocabulary
 import Testing

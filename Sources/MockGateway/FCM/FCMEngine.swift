@@ -8,7 +8,7 @@ import PushVocabulary
 /// `POST /v1/projects/<project>/messages:send`, builds the APNs request FCM would send for an Apple
 /// target (push-protocols.md §3.5) and checks it with the APNs rules of ``GatewayStateMachine``, then
 /// applies the behaviours (unregistered tokens, token churn, quota, injected failures). Allocation-free
-/// in steady state: the body is parsed onto a reused ``FCMTape`` and the Apple payload is written into a
+/// in steady state: the body is parsed onto a reused ``JSONTape`` and the Apple payload is written into a
 /// reused buffer.
 ///
 /// ``GatewayStateMachine`` owns one and routes `/v1/projects/` paths to it; the common behaviours
@@ -16,7 +16,7 @@ import PushVocabulary
 struct FCMEngine {
     let configuration: GatewayConfiguration
     let counters: FCMCounters
-    private var tape = FCMTape(capacity: 512)
+    private var tape = JSONTape(capacity: 512)
     private let storage: FCMStorage
     private var quota: QuotaWindow?
     private var sequence: UInt64 = 0
@@ -218,7 +218,7 @@ struct FCMEngine {
     }
 
     @inline(__always)
-    private func key(_ k: Int, _ e: FCMTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString) -> Bool {
+    private func key(_ k: Int, _ e: JSONTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString) -> Bool {
         // Most keys are unescaped: compare lengths, then bytes, without calling into the tape.
         if e.hasEscapes { return tape.stringEquals(at: k, a, in: body) }
         let n = a.utf8CodeUnitCount
@@ -234,7 +234,7 @@ struct FCMEngine {
     }
 
     @inline(__always)
-    private func key(_ k: Int, _ e: FCMTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString,
+    private func key(_ k: Int, _ e: JSONTape.Entry, _ body: UnsafeRawBufferPointer, _ a: StaticString,
                      _ b: StaticString) -> Bool {
         key(k, e, body, a) || key(k, e, body, b)
     }
@@ -776,7 +776,7 @@ enum ApsName {
 
 /// Legacy-API keys seen in `notification` (push-protocols.md §3.5) and where they go in `aps`.
 enum LegacyKey {
-    static func notification(_ tape: FCMTape, _ k: Int, _ body: UnsafeRawBufferPointer) -> (apsName: ApsName, inAlert: Bool)? {
+    static func notification(_ tape: JSONTape, _ k: Int, _ body: UnsafeRawBufferPointer) -> (apsName: ApsName, inAlert: Bool)? {
         let raw = tape.rawBytes(at: k, in: body)
         switch raw.count {
         case 5: if equals(raw, "badge") { return (.badge, false) }

@@ -1,13 +1,15 @@
-// Byte-level writers shared by the `copy` and `zerocopy` encoders and the template compiler. The
-// escaping is exactly Foundation's JSONEncoder with `.withoutEscapingSlashes` (checked by tests),
-// which is what makes the three encoder variants byte-identical.
+// Byte-level writers shared by the `copy` and `zerocopy` encoders, the template compiler, the gateway's
+// FCM bodies and summary.json. The escaping is exactly Foundation's JSONEncoder with
+// `.withoutEscapingSlashes` (checked by tests), which is what makes the three encoder variants
+// byte-identical.
 
-/// Escaping and number formatting straight into memory, with no allocation.
+/// Escaping and number formatting straight into memory, with no allocation. Inlinable: the encoders
+/// and the gateway call these per request from other modules.
 public enum JSONWriting {
     // Bytes < 0x20, '"' and '\\' need escaping; everything else (including '/', DEL, U+2028) is raw.
-    @inline(__always) static func needsEscape(_ c: UInt8) -> Bool { c < 0x20 || c == 0x22 || c == 0x5C }
+    @inlinable @inline(__always) static func needsEscape(_ c: UInt8) -> Bool { c < 0x20 || c == 0x22 || c == 0x5C }
 
-    @inline(__always) static func escapedWidth(_ c: UInt8) -> Int {
+    @inlinable @inline(__always) static func escapedWidth(_ c: UInt8) -> Int {
         if !needsEscape(c) { return 1 }
         switch c {
         case 0x22, 0x5C, 0x08, 0x09, 0x0A, 0x0C, 0x0D: return 2
@@ -15,17 +17,15 @@ public enum JSONWriting {
         }
     }
 
-    @inline(__always) static func wordNeedsEscape(_ x: UInt64) -> Bool { JSONBytes.wordNeedsEscape(x) }
-
     /// Bytes `src` (UTF-8) takes once escaped as the body of a JSON string (without quotes).
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func escapedLength(_ src: UnsafeRawBufferPointer) -> Int {
         guard let p = src.baseAddress else { return 0 }
         let count = src.count
         var n = 0
         var i = 0
         while i + 8 <= count {
-            if wordNeedsEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+            if JSONBytes.wordNeedsEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
                 for k in i..<(i + 8) { n &+= escapedWidth(p.load(fromByteOffset: k, as: UInt8.self)) }
             } else {
                 n &+= 8
@@ -40,7 +40,7 @@ public enum JSONWriting {
     }
 
     /// Writes `src` escaped (no quotes) at `dst`; returns the bytes written (`escapedLength(src)`).
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func writeEscaped(_ src: UnsafeRawBufferPointer, to dst: UnsafeMutableRawPointer) -> Int {
         guard let s = src.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return 0 }
         let d = dst.assumingMemoryBound(to: UInt8.self)
@@ -50,7 +50,7 @@ public enum JSONWriting {
         while i < n {
             // Find the longest clean run (8 bytes at a time), copy it with one memcpy.
             var j = i
-            while j + 8 <= n && !wordNeedsEscape(raw.loadUnaligned(fromByteOffset: j, as: UInt64.self)) { j += 8 }
+            while j + 8 <= n && !JSONBytes.wordNeedsEscape(raw.loadUnaligned(fromByteOffset: j, as: UInt64.self)) { j += 8 }
             while j < n && !needsEscape(s[j]) { j += 1 }
             if j > i {
                 (d + o).update(from: s + i, count: j - i)
@@ -86,10 +86,10 @@ public enum JSONWriting {
         out.withUnsafeMutableBytes { b in _ = writeEscaped(src, to: b.baseAddress! + old) }
     }
 
-    @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x61 + v - 10 }
+    @inlinable @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x61 + v - 10 }
 
     /// Decimal digits of `v`.
-    @inline(__always) public static func decimalLength(_ v: UInt64) -> Int {
+    @inlinable @inline(__always) public static func decimalLength(_ v: UInt64) -> Int {
         var n = 1
         var x = v
         while x >= 10 { x /= 10; n += 1 }
@@ -97,12 +97,12 @@ public enum JSONWriting {
     }
 
     /// Bytes of `v` in decimal, with a `-` when negative.
-    @inline(__always) public static func decimalLength(_ v: Int64) -> Int {
+    @inlinable @inline(__always) public static func decimalLength(_ v: Int64) -> Int {
         v < 0 ? 1 + decimalLength(v.magnitude) : decimalLength(UInt64(v))
     }
 
     /// Writes `v` in decimal at `dst`; returns the bytes written.
-    @inline(__always) public static func writeDecimal(_ v: UInt64, to dst: UnsafeMutableRawPointer) -> Int {
+    @inlinable @inline(__always) public static func writeDecimal(_ v: UInt64, to dst: UnsafeMutableRawPointer) -> Int {
         let len = decimalLength(v)
         let d = dst.assumingMemoryBound(to: UInt8.self)
         var x = v
@@ -116,7 +116,7 @@ public enum JSONWriting {
     }
 
     /// Writes `v` in decimal (with `-` when negative) at `dst`; returns the bytes written.
-    @inline(__always) public static func writeDecimal(_ v: Int64, to dst: UnsafeMutableRawPointer) -> Int {
+    @inlinable @inline(__always) public static func writeDecimal(_ v: Int64, to dst: UnsafeMutableRawPointer) -> Int {
         if v >= 0 { return writeDecimal(UInt64(v), to: dst) }
         dst.storeBytes(of: UInt8(ascii: "-"), as: UInt8.self)
         return 1 + writeDecimal(v.magnitude, to: dst + 1)

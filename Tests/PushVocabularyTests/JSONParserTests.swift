@@ -1,7 +1,7 @@
-import CAllocCounter
+import AllocationTesting
 import Foundation
 import Testing
-@testable import PushPayload
+import PushVocabulary
 
 @Suite struct JSONParserTests {
     func error(_ text: String) -> JSONError? { JSON.validate(Array(text.utf8)) }
@@ -98,7 +98,7 @@ import Testing
         // Random single-byte mutations of a valid document: whatever we accept, Foundation must parse,
         // and what Foundation rejects we must reject too.
         let base = Array(#"{"aps":{"alert":{"title":"T\u00e9","body":"b\n"},"badge":12,"x":[1.5e3,-2,true,false,null]},"k":"v"}"#.utf8)
-        var rng = PushRandom(seed: 7)
+        var rng = SeededSplitMix(seed: 7)
         let alphabet = Array(#"{}[],:"\ -+.eE0123456789abcdefnrtu"#.utf8)
         var accepted = 0
         for _ in 0..<3000 {
@@ -148,13 +148,13 @@ import Testing
             let data = try #require(tape.member("data", of: first, in: b))
             #expect(tape.members(of: data).map { tape.string(at: $0.key, in: b)! } == ["k", "n"])
             #expect(tape.member("missing", of: data, in: b) == nil)
-            #expect(tape[tape.root].next == tape.entries.count)
+            #expect(tape[tape.root].next == tape.count)
         }
         // A failed parse leaves an empty tape and reports where.
         let bad = Array("{\"a\":\n [1,}".utf8)
         let e = bad.withUnsafeBytes { tape.parse($0) }
         #expect(e?.line == 2 && e?.column == 5)
-        #expect(tape.entries.isEmpty)
+        #expect(tape.isEmpty)
     }
 
     @Test func validateAndReusedTapeAllocateNothing() {
@@ -170,16 +170,4 @@ import Testing
             } == 0)
         }
     }
-}
-
-/// Allocations of one call of `body`: warmed up, minimum over a few runs (style.md §3).
-func minAllocations(_ body: () -> Void) -> UInt64 {
-    body()
-    var best = UInt64.max
-    for _ in 0..<5 {
-        pb_alloc_reset()
-        body()
-        best = min(best, pb_alloc_count())
-    }
-    return best
 }

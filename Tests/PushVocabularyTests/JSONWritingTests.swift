@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PushPayload
+@testable import PushVocabulary
 
 @Suite struct JSONWritingTests {
     /// The escaper (8 bytes at a time) against JSONEncoder, for every special character at every

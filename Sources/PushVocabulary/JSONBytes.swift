@@ -1,6 +1,6 @@
-/// Byte-level rules of JSON text shared by every hand-written scanner in the project (PushPayload's
-/// parser and writer, the gateway's FCM fast path), so they agree on what needs escaping and what is
-/// valid UTF-8. Inlinable: they run per byte or per word on hot paths in other modules.
+/// Byte-level rules of JSON text shared by the parser, the writer and the gateway's inline texts, so
+/// they agree on what needs escaping and what is valid UTF-8. Inlinable: they run per byte or per word
+/// on hot paths in other modules.
 public enum JSONBytes {
     /// Whether any of the 8 bytes of `x` needs escaping in a JSON string (SWAR: a byte below 0x20, or
     /// equal to '"' or '\\'). Exact as a yes/no for the word; the caller then looks at single bytes.

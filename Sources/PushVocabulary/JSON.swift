@@ -1,15 +1,7 @@
 // A strict RFC 8259 JSON parser over raw bytes, with no Foundation. Two entry points share one
-// generic core: `JSON.validate` (allocates nothing: the mock gateway calls it per request) and
-// `JSONTape.parse` (records a flat tape of byte ranges, reusable across calls: the FCM gateway and
-// the template compiler walk it).
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+// generic core: `JSON.validate` / `JSON.topLevelKind` (allocate nothing: the mock gateway calls one per
+// request) and `JSONTape.parse` (records a flat tape of byte ranges into a reused buffer: the FCM
+// route, the template compiler and the results reader walk it).
 
 /// What a JSON value is.
 public enum JSONKind: UInt8, Sendable {
@@ -119,243 +111,26 @@ public enum JSON {
     }
 }
 
-// MARK: - Tape
-
-/// A parsed JSON text as a flat array of entries (one per value and per object key), in document
-/// order. It holds byte ranges into the input, not copies, so the caller passes the same bytes to
-/// the accessors. Reuse one tape across calls: once its storage has grown, `parse` allocates nothing.
-///
-///     var tape = JSONTape()
-///     if let error = tape.parse(body) { … }
-///     if let msg = tape.member("message", of: tape.root, in: body),
-///        let tok = tape.member("token", of: msg, in: body) { let s = tape.string(at: tok, in: body) }
-public struct JSONTape: Sendable {
-    /// One value (or object key) on the tape.
-    public struct Entry: Sendable, Equatable {
-        /// The value's kind; an object key is a `.string` with `isKey` set.
-        public var kind: JSONKind
-        /// Whether this string is an object key.
-        public var isKey: Bool
-        /// Whether this string contains backslash escapes (otherwise its bytes are its UTF-8).
-        public var hasEscapes: Bool
-        /// First byte: the opening bracket, the first byte inside a string's quotes, a number's first byte.
-        public var start: Int
-        /// One past the last byte: past the closing bracket; the closing quote of a string.
-        public var end: Int
-        /// Index of the entry after this value's subtree (the next sibling, or the parent's end).
-        public var next: Int
-        /// Children of an array; members (key/value pairs) of an object; 0 for scalars.
-        public var count: Int
-    }
-
-    /// The entries, in document order; `entries[0]` is the top-level value.
-    public private(set) var entries: [Entry]
-    private var stack: [Int]
-
-    /// An empty tape; `capacity` entries are reserved up front.
-    public init(capacity: Int = 64) {
-        entries = []
-        entries.reserveCapacity(capacity)
-        stack = []
-        stack.reserveCapacity(16)
-    }
-
-    /// Index of the top-level value.
-    public var root: Int { 0 }
-
-    /// Parses `bytes`, replacing the tape's contents. Returns `nil` on success, else the error.
-    public mutating func parse(_ bytes: UnsafeRawBufferPointer) -> JSONError? {
-        entries.removeAll(keepingCapacity: true)
-        stack.removeAll(keepingCapacity: true)
-        var core = JSONCore(bytes, sink: TapeSink(entries: entries, stack: stack))
-        // Keep the storage uniquely referenced by the sink while it appends (no copy-on-write).
-        entries = []
-        stack = []
-        let ok = core.parseDocument()
-        entries = core.sink.entries
-        stack = core.sink.stack
-        if ok { return nil }
-        entries.removeAll(keepingCapacity: true)
-        return core.error(in: bytes)
-    }
-
-    /// Parses any contiguous bytes.
-    public mutating func parse(_ bytes: [UInt8]) -> JSONError? {
-        bytes.withUnsafeBytes { parse($0) }
-    }
-
-    /// The entry at `index`.
-    @inlinable public subscript(index: Int) -> Entry { entries[index] }
-
-    /// The indices of an array's elements, or of an object's values (use `members(of:)` for keys).
-    public func children(of index: Int) -> [Int] {
-        var out: [Int] = []
-        forEachChild(of: index) { out.append($0) }
-        return out
-    }
-
-    /// Calls `body` with the index of each array element, or each object *value*, without allocating.
-    public func forEachChild(of index: Int, _ body: (Int) throws -> Void) rethrows {
-        let e = entries[index]
-        var i = index + 1
-        if e.kind == .array {
-            for _ in 0..<e.count { try body(i); i = entries[i].next }
-        } else if e.kind == .object {
-            for _ in 0..<e.count { try body(i + 1); i = entries[i + 1].next }
-        }
-    }
-
-    /// Calls `body(keyIndex, valueIndex)` for each member of an object, without allocating.
-    public func forEachMember(of index: Int, _ body: (Int, Int) throws -> Void) rethrows {
-        let e = entries[index]
-        guard e.kind == .object else { return }
-        var i = index + 1
-        for _ in 0..<e.count { try body(i, i + 1); i = entries[i + 1].next }
-    }
-
-    /// The `(key, value)` index pairs of an object, in document order.
-    public func members(of index: Int) -> [(key: Int, value: Int)] {
-        var out: [(key: Int, value: Int)] = []
-        forEachMember(of: index) { out.append((key: $0, value: $1)) }
-        return out
-    }
-
-    /// Index of the value of the last member named `key` in the object at `index` (JSON lets a key
-    /// repeat; like FCM, the last one wins), or `nil`. Allocates nothing for unescaped keys.
-    public func member(_ key: StaticString, of index: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
-        key.withUTF8Buffer { k in member(UnsafeRawBufferPointer(k), of: index, in: bytes) }
-    }
-
-    /// Same as `member(_:of:in:)` with the key as raw UTF-8 bytes.
-    public func member(_ key: UnsafeRawBufferPointer, of index: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
-        var found: Int?
-        forEachMember(of: index) { k, v in
-            if stringEquals(at: k, key, in: bytes) { found = v }
-        }
-        return found
-    }
-
-    /// Whether the string at `index` equals `other` (UTF-8) after unescaping. Allocates nothing.
-    public func stringEquals(at index: Int, _ other: UnsafeRawBufferPointer, in bytes: UnsafeRawBufferPointer) -> Bool {
-        let e = entries[index]
-        guard e.kind == .string else { return false }
-        if !e.hasEscapes {
-            guard e.end - e.start == other.count else { return false }
-            return other.count == 0 || memcmp(bytes.baseAddress! + e.start, other.baseAddress!, other.count) == 0
-        }
-        var j = 0
-        var ok = true
-        JSONUnescape.forEachByte(bytes, e.start, e.end) { b in
-            if j < other.count && other[j] == b { j += 1 } else { ok = false }
-        }
-        return ok && j == other.count
-    }
-
-    /// Whether the string at `index` equals `other`.
-    public func stringEquals(at index: Int, _ other: StaticString, in bytes: UnsafeRawBufferPointer) -> Bool {
-        other.withUTF8Buffer { stringEquals(at: index, UnsafeRawBufferPointer($0), in: bytes) }
-    }
-
-    /// The unescaped UTF-8 bytes of the string at `index`, appended to `out` (no allocation once `out` has room).
-    public func appendStringBytes(at index: Int, in bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
-        let e = entries[index]
-        precondition(e.kind == .string, "entry \(index) is not a string")
-        if !e.hasEscapes {
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[e.start..<e.end]))
-        } else {
-            JSONUnescape.forEachByte(bytes, e.start, e.end) { out.append($0) }
-        }
-    }
-
-    /// The string at `index` as a Swift `String` (allocates), or `nil` when it is not a string.
-    public func string(at index: Int, in bytes: UnsafeRawBufferPointer) -> String? {
-        guard entries[index].kind == .string else { return nil }
-        var out: [UInt8] = []
-        appendStringBytes(at: index, in: bytes, to: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// The raw bytes of the value at `index` (for a string: between the quotes, still escaped).
-    @inlinable public func rawBytes(at index: Int, in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        let e = entries[index]
-        return UnsafeRawBufferPointer(rebasing: bytes[e.start..<e.end])
-    }
-
-    /// The number at `index` as an `Int64` when it is an integer literal in range, else `nil`.
-    public func int64(at index: Int, in bytes: UnsafeRawBufferPointer) -> Int64? {
-        let e = entries[index]
-        guard e.kind == .number else { return nil }
-        var i = e.start
-        var negative = false
-        if bytes[i] == UInt8(ascii: "-") { negative = true; i += 1 }
-        var v: Int64 = 0
-        while i < e.end {
-            let c = bytes[i]
-            guard c >= 0x30 && c <= 0x39 else { return nil }
-            let d = Int64(c - 0x30)
-            let (m, o1) = v.multipliedReportingOverflow(by: 10)
-            let (s, o2) = negative ? m.subtractingReportingOverflow(d) : m.addingReportingOverflow(d)
-            if o1 || o2 { return nil }
-            v = s
-            i += 1
-        }
-        return v
-    }
-
-    /// The number at `index` as a `Double`, or `nil` when it is not a number.
-    public func double(at index: Int, in bytes: UnsafeRawBufferPointer) -> Double? {
-        let e = entries[index]
-        guard e.kind == .number else { return nil }
-        return Double(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[e.start..<e.end]), as: UTF8.self))
-    }
-
-    /// `true`/`false` at `index`, or `nil` when it is not a boolean.
-    @inlinable public func bool(at index: Int) -> Bool? {
-        switch entries[index].kind {
-        case .true: return true
-        case .false: return false
-        default: return nil
-        }
-    }
-}
-
 // MARK: - Core
 
+/// What the core reports as it reads. `open` returns a token that the matching `close` gets back, so
+/// a sink needs no stack of its own.
 protocol JSONSink {
-    mutating func open(_ kind: JSONKind, at offset: Int)
-    mutating func close(at offset: Int, count: Int)
+    mutating func open(_ kind: JSONKind, at offset: Int) -> Int
+    mutating func close(_ token: Int, at offset: Int, count: Int)
     mutating func scalar(_ kind: JSONKind, start: Int, end: Int, isKey: Bool, hasEscapes: Bool)
 }
 
+/// Keeps only the kind of the top-level value.
 struct NullSink: JSONSink {
     var first: JSONKind? = nil
-    @inline(__always) mutating func open(_ kind: JSONKind, at offset: Int) { if first == nil { first = kind } }
-    @inline(__always) mutating func close(at offset: Int, count: Int) {}
+    @inline(__always) mutating func open(_ kind: JSONKind, at offset: Int) -> Int {
+        if first == nil { first = kind }
+        return 0
+    }
+    @inline(__always) mutating func close(_ token: Int, at offset: Int, count: Int) {}
     @inline(__always) mutating func scalar(_ kind: JSONKind, start: Int, end: Int, isKey: Bool, hasEscapes: Bool) {
         if first == nil { first = kind }
-    }
-}
-
-struct TapeSink: JSONSink {
-    var entries: [JSONTape.Entry]
-    // Open containers, as tape indices; owned by the tape so its storage is reused across parses.
-    var stack: [Int]
-
-    mutating func open(_ kind: JSONKind, at offset: Int) {
-        stack.append(entries.count)
-        entries.append(.init(kind: kind, isKey: false, hasEscapes: false, start: offset, end: offset, next: 0, count: 0))
-    }
-
-    mutating func close(at offset: Int, count: Int) {
-        let i = stack.removeLast()
-        entries[i].end = offset
-        entries[i].next = entries.count
-        entries[i].count = count
-    }
-
-    mutating func scalar(_ kind: JSONKind, start: Int, end: Int, isKey: Bool, hasEscapes: Bool) {
-        entries.append(.init(kind: kind, isKey: isKey, hasEscapes: hasEscapes, start: start, end: end,
-                             next: entries.count + 1, count: 0))
     }
 }
 
@@ -408,73 +183,61 @@ struct JSONCore<Sink: JSONSink> {
     mutating func parseValue(depth: Int) -> Bool {
         guard i < n else { return fail(.unexpectedEnd, i) }
         switch p[i] {
-        case UInt8(ascii: "{"): return parseObject(depth: depth + 1)
-        case UInt8(ascii: "["): return parseArray(depth: depth + 1)
+        case UInt8(ascii: "{"): return parseContainer(.object, depth: depth + 1)
+        case UInt8(ascii: "["): return parseContainer(.array, depth: depth + 1)
         case UInt8(ascii: "\""): return parseString(isKey: false)
-        case UInt8(ascii: "t"): return parseLiteral("true", .true)
-        case UInt8(ascii: "f"): return parseLiteral("false", .false)
-        case UInt8(ascii: "n"): return parseLiteral("null", .null)
+        case UInt8(ascii: "t"): return parseLiteral(0x65_75_72_74, .true)  // "true"
+        case UInt8(ascii: "f"): return parseFalse()
+        case UInt8(ascii: "n"): return parseLiteral(0x6C_6C_75_6E, .null)  // "null"
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return parseNumber()
         default: return fail(.expectedValue, i)
         }
     }
 
-    mutating func parseLiteral(_ word: StaticString, _ kind: JSONKind) -> Bool {
-        let len = word.utf8CodeUnitCount
-        guard i + len <= n, memcmp(p + i, word.utf8Start, len) == 0 else { return fail(.invalidLiteral, i) }
-        sink.scalar(kind, start: i, end: i + len, isKey: false, hasEscapes: false)
-        i += len
+    /// `true` or `null` (`word` is its 4 bytes as a little-endian UInt32), or `false`.
+    @inline(__always) mutating func parseLiteral(_ word: UInt32, _ kind: JSONKind) -> Bool {
+        guard i + 4 <= n, load32(i) == word else { return fail(.invalidLiteral, i) }
+        sink.scalar(kind, start: i, end: i + 4, isKey: false, hasEscapes: false)
+        i += 4
         return true
     }
 
-    mutating func parseObject(depth: Int) -> Bool {
-        if depth > JSON.maxDepth { return fail(.tooDeep, i) }
-        sink.open(.object, at: i)
-        i += 1
-        skipWhitespace()
-        var count = 0
-        if i < n && p[i] == UInt8(ascii: "}") {
-            i += 1
-            sink.close(at: i, count: 0)
-            return true
-        }
-        while true {
-            guard i < n else { return fail(.unexpectedEnd, i) }
-            guard p[i] == UInt8(ascii: "\"") else { return fail(.expectedKey, i) }
-            guard parseString(isKey: true) else { return false }
-            skipWhitespace()
-            guard i < n else { return fail(.unexpectedEnd, i) }
-            guard p[i] == UInt8(ascii: ":") else { return fail(.expectedColon, i) }
-            i += 1
-            skipWhitespace()
-            guard parseValue(depth: depth) else { return false }
-            count += 1
-            skipWhitespace()
-            guard i < n else { return fail(.unexpectedEnd, i) }
-            if p[i] == UInt8(ascii: ",") {
-                i += 1
-                skipWhitespace()
-                continue
-            }
-            guard p[i] == UInt8(ascii: "}") else { return fail(.expectedCommaOrObjectEnd, i) }
-            i += 1
-            sink.close(at: i, count: count)
-            return true
-        }
+    @inline(__always) mutating func parseFalse() -> Bool {
+        guard i + 5 <= n, load32(i + 1) == 0x65_73_6C_61 else { return fail(.invalidLiteral, i) }  // "alse"
+        sink.scalar(.false, start: i, end: i + 5, isKey: false, hasEscapes: false)
+        i += 5
+        return true
     }
 
-    mutating func parseArray(depth: Int) -> Bool {
+    @inline(__always) func load32(_ at: Int) -> UInt32 {
+        UInt32(littleEndian: UnsafeRawPointer(p + at).loadUnaligned(as: UInt32.self))
+    }
+
+    /// An object or an array: its members or elements, then the closing bracket.
+    mutating func parseContainer(_ kind: JSONKind, depth: Int) -> Bool {
         if depth > JSON.maxDepth { return fail(.tooDeep, i) }
-        sink.open(.array, at: i)
+        let isObject = kind == .object
+        let closer = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        let token = sink.open(kind, at: i)
         i += 1
         skipWhitespace()
         var count = 0
-        if i < n && p[i] == UInt8(ascii: "]") {
+        if i < n && p[i] == closer {
             i += 1
-            sink.close(at: i, count: 0)
+            sink.close(token, at: i, count: 0)
             return true
         }
         while true {
+            if isObject {
+                guard i < n else { return fail(.unexpectedEnd, i) }
+                guard p[i] == UInt8(ascii: "\"") else { return fail(.expectedKey, i) }
+                guard parseString(isKey: true) else { return false }
+                skipWhitespace()
+                guard i < n else { return fail(.unexpectedEnd, i) }
+                guard p[i] == UInt8(ascii: ":") else { return fail(.expectedColon, i) }
+                i += 1
+                skipWhitespace()
+            }
             guard parseValue(depth: depth) else { return false }
             count += 1
             skipWhitespace()
@@ -484,9 +247,9 @@ struct JSONCore<Sink: JSONSink> {
                 skipWhitespace()
                 continue
             }
-            guard p[i] == UInt8(ascii: "]") else { return fail(.expectedCommaOrArrayEnd, i) }
+            guard p[i] == closer else { return fail(isObject ? .expectedCommaOrObjectEnd : .expectedCommaOrArrayEnd, i) }
             i += 1
-            sink.close(at: i, count: count)
+            sink.close(token, at: i, count: count)
             return true
         }
     }
@@ -531,7 +294,7 @@ struct JSONCore<Sink: JSONSink> {
             // Fast path: plain printable ASCII, 8 bytes at a time, then byte by byte.
             while i + 8 <= n {
                 let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
-                if w & 0x8080_8080_8080_8080 != 0 || JSONWriting.wordNeedsEscape(w) { break }
+                if w & 0x8080_8080_8080_8080 != 0 || JSONBytes.wordNeedsEscape(w) { break }
                 i += 8
             }
             while i < n {
@@ -579,7 +342,9 @@ struct JSONCore<Sink: JSONSink> {
 
 // MARK: - Unescaping
 
-enum JSONUnescape {
+/// Reads the escapes of a string the parser has accepted (a tape entry's `start..<end`, or part of it
+/// that begins and ends between escapes).
+public enum JSONUnescape {
     @inline(__always) static func hexValue(_ c: UInt8) -> UInt32 {
         if c <= 0x39 { return UInt32(c - 0x30) }
         return UInt32((c | 0x20) - 0x61 + 10)
@@ -587,7 +352,7 @@ enum JSONUnescape {
 
     /// Calls `body` with each unescaped UTF-8 byte of an already validated string body
     /// `[start, end)`. A lone surrogate escape becomes U+FFFD, as Swift's String does.
-    static func forEachByte(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (UInt8) -> Void) {
+    public static func forEachByte(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, _ body: (UInt8) -> Void) {
         var i = start
         while i < end {
             let c = bytes[i]
@@ -618,7 +383,7 @@ enum JSONUnescape {
     }
 
     /// Whether the string body `[start, end)` holds a `\u` surrogate escape that is not part of a pair.
-    static func hasLoneSurrogate(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Bool {
+    public static func hasLoneSurrogate(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> Bool {
         var i = start
         while i < end {
             guard bytes[i] == 0x5C else { i += 1; continue }

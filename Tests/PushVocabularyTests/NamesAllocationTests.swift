@@ -1,20 +1,8 @@
-import CAllocCounter
+import AllocationTesting
 import PushVocabulary
 import Testing
 
-/// Allocations of one call of `body`: warmed up, minimum over a few runs.
-func minAllocations(_ body: () -> Void) -> UInt64 {
-    body()
-    var best = UInt64.max
-    for _ in 0..<5 {
-        pb_alloc_reset()
-        body()
-        best = min(best, pb_alloc_count())
-    }
-    return best
-}
-
-@Suite struct VocabularyAllocationTests {
+@Suite struct NamesAllocationTests {
     @Test func namesOnTheHotPathAllocateNothing() {
         let header = Array("liveactivity".utf8)
         header.withUnsafeBytes { h in
