@@ -112,6 +112,7 @@ public enum ResultsWriter {
             ("cpu", .object([("user_s", .double(round3(r.cpuUserSeconds))), ("sys_s", .double(round3(r.cpuSystemSeconds)))])),
             ("max_rss_bytes", .int(r.maxRSSBytes)),
         ]
+        m += r.details.members
         let reserved = Set(m.map(\.0) + ["histograms"])
         m += r.extra.filter { !reserved.contains($0.0) }
         // The whole-run histograms, exactly, so compare/merge never depend on the rounded .hgrm.

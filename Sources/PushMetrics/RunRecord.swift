@@ -13,7 +13,7 @@ import PushVocabulary
 /// record.latency = mergedCorrected          // µs, HdrHistogram.latencyMicroseconds()
 /// record.serviceTime = mergedService
 /// record.intervals = perThreadSeconds       // entries with the same `second` are merged
-/// record.extra = [("gateway", gatewayStatsJSON), ("backlog_max", .int(42))]
+/// record.details.backlog = Backlog(max: 42, blocked: 0)  // typed sections, RunDetails.swift
 /// let folder = try ResultsWriter.write(record, root: URL(fileURLWithPath: "results"))
 /// ```
 public struct RunRecord {
@@ -43,7 +43,10 @@ public struct RunRecord {
     public var maxRSSBytes: Int64
     /// True when the run was stopped early (SIGINT, error); what was measured is still written.
     public var interrupted: Bool
-    /// Extra top-level summary.json sections, in order (e.g. "warmup", "gateway", "backlog_max").
+    /// The typed sections after the core figures (warm-up, accounting, connections, machine, gateway…).
+    public var details: RunDetails
+    /// More top-level summary.json sections, in order, after ``details``: what ``LoadedRun`` read from a
+    /// file (it keeps sections as they were written) or a section only a merge writes.
     public var extra: [(String, JSONValue)]
 
     /// A record with empty histograms and zero counts.
@@ -61,6 +64,7 @@ public struct RunRecord {
         cpuSystemSeconds = 0
         maxRSSBytes = 0
         interrupted = false
+        details = RunDetails()
         extra = []
     }
 
@@ -88,13 +92,16 @@ public struct RunConfig: Sendable, Equatable {
     public var threads: Int
     /// "zerocopy", "copy" or "foundation".
     public var encoder: String
-    /// More config keys, appended after the contract's keys (e.g. "requests", "payload_bytes").
+    /// What `pushbench run` was asked for beyond the contract's keys, written after them.
+    public var settings: RunSettings?
+    /// More config keys, after ``settings`` (what a reader kept, or a merge's "agents").
     public var extra: [(String, JSONValue)]
 
     /// Creates a configuration.
     public init(target: String = "embedded", protocolName: String = "apns", rps: Int? = nil,
                 durationSeconds: Double? = nil, connections: Int = 8, streams: Int = 100,
-                threads: Int = 1, encoder: String = "zerocopy", extra: [(String, JSONValue)] = []) {
+                threads: Int = 1, encoder: String = "zerocopy", settings: RunSettings? = nil,
+                extra: [(String, JSONValue)] = []) {
         self.target = target
         self.protocolName = protocolName
         self.rps = rps
@@ -103,6 +110,7 @@ public struct RunConfig: Sendable, Equatable {
         self.streams = streams
         self.threads = threads
         self.encoder = encoder
+        self.settings = settings
         self.extra = extra
     }
 
@@ -123,6 +131,7 @@ public struct RunConfig: Sendable, Equatable {
             ("threads", .int(Int64(threads))),
             ("encoder", .string(encoder)),
         ]
+        m += settings?.members ?? []
         m += extra
         return .object(m)
     }

@@ -86,23 +86,13 @@ struct EncoderComparisonExecution {
             variantConfig.encoder = v.variant
             let slowed = slowdown.map { $0.variant == v.variant } ?? false
             let label = "\(options.label)-\(v.variant.rawValue)\(slowed ? "-test-slowed" : "")"
-            var record = run.makeRecord(v.result, config: variantConfig, label: label, gatewayStats: v.gateway)
-            // The process's CPU during this variant's rounds, not the whole invocation's.
-            record.extra.removeAll { $0.0 == "cpu_process" }
-            var ab: [(String, JSONValue)] = [
-                ("variants", .array(names.map { .string($0) })),
-                ("reference", .string(names[0])),
-                ("rounds", .int(Int64(v.rounds))),
-                ("round_s", .double(Double(roundNs) / 1e9)),
-                ("pushes", .int(Int64(v.pushes))),
-                ("driver_cpu_s", .double(Self.round3(v.driverCPUSeconds))),
-                ("cpu_s_per_million", v.cpuSecondsPerMillion.map { .double(Self.round3($0)) } ?? .null),
-                ("process_cpu_s", .double(Self.round3(v.processCPUSeconds))),
-            ]
-            if let s = slowdown, s.variant == v.variant {
-                ab.append(("test_slowdown_us", .double(Double(s.addedNanoseconds) / 1000)))
-            }
-            record.extra.append(("ab", .object(ab)))
+            var record = run.makeRecord(v.result, config: variantConfig, label: label, gatewayStats: v.gateway,
+                                        wholeProcess: false)
+            record.details.encoderComparison = EncoderComparisonShare(
+                variants: names, rounds: v.rounds, roundSeconds: Double(roundNs) / 1e9, pushes: v.pushes,
+                driverCPUSeconds: v.driverCPUSeconds, cpuSecondsPerMillion: v.cpuSecondsPerMillion,
+                processCPUSeconds: v.processCPUSeconds,
+                testSlowdownMicroseconds: slowdown.flatMap { $0.variant == v.variant ? Double($0.addedNanoseconds) / 1000 : nil })
             let folder: URL
             do { folder = try ResultsWriter.write(record, root: root) } catch {
                 throw Failure(status: 1, message: "cannot write the results: \(error)")
@@ -130,6 +120,4 @@ struct EncoderComparisonExecution {
         }
         return 0
     }
-
-    static func round3(_ x: Double) -> Double { (x * 1000).rounded() / 1000 }
 }

@@ -1,0 +1,409 @@
+/// The sections of summary.json a pushbench run writes after the core figures, typed. A section left
+/// nil is not written; ``ResultsWriter/summaryJSON(_:runID:)`` renders them in this order, after
+/// which come ``RunRecord/extra`` (what a reader kept of a file it had no type for) and the histograms.
+///
+/// ```swift
+/// record.details.accounting = RunAccounting(consistent: true, retries: 0, notSent: 0, oversizeNotSent: 0)
+/// record.details.reconciliation = Reconciliation(clientAttempts: 1000, clientAnswered: 1000, gatewayReceived: 1000)
+/// ```
+public struct RunDetails: Sendable, Equatable {
+    /// `warmup`: the requests of the warm-up, counted apart from the figures.
+    public var warmup: RequestCounts?
+    /// `accounting`.
+    public var accounting: RunAccounting?
+    /// `backlog`.
+    public var backlog: Backlog?
+    /// `in_flight_max`: the most requests in flight at once.
+    public var inFlightMax: Int?
+    /// `connections`.
+    public var connections: ConnectionCounts?
+    /// `cpu_process`: the whole process's CPU time (left out where the process ran more than this run).
+    public var processCPU: CPUTime?
+    /// `machine`.
+    public var machine: MachineNoise?
+    /// `pruned_tokens` and `tokens_exhausted`, with token churn.
+    public var tokenPruning: TokenPruning?
+    /// `gateway`: the embedded gateway's own counts.
+    public var gateway: GatewayCounts?
+    /// `reconciliation`: the gateway's counts against the client's.
+    public var reconciliation: Reconciliation?
+    /// `ab`: this run's part in an encoder A/B.
+    public var encoderComparison: EncoderComparisonShare?
+
+    /// No sections.
+    public init() {}
+
+    /// The sections' summary.json members, in order.
+    public var members: [(String, JSONValue)] {
+        var m: [(String, JSONValue)] = []
+        if let warmup { m.append(("warmup", warmup.json)) }
+        if let accounting { m.append(("accounting", accounting.json)) }
+        if let backlog { m.append(("backlog", backlog.json)) }
+        if let inFlightMax { m.append(("in_flight_max", .int(Int64(inFlightMax)))) }
+        if let connections { m.append(("connections", connections.json)) }
+        if let processCPU { m.append(("cpu_process", processCPU.json)) }
+        if let machine { m.append(("machine", machine.json)) }
+        if let tokenPruning {
+            m.append(("pruned_tokens", .int(Int64(tokenPruning.pruned))))
+            m.append(("tokens_exhausted", .bool(tokenPruning.exhausted)))
+        }
+        if let gateway { m.append(("gateway", gateway.json)) }
+        if let reconciliation { m.append(("reconciliation", reconciliation.json)) }
+        if let encoderComparison { m.append(("ab", encoderComparison.json)) }
+        return m
+    }
+
+    /// Equal when they render the same.
+    public static func == (a: RunDetails, b: RunDetails) -> Bool { JSONValue.object(a.members) == .object(b.members) }
+}
+
+/// summary.json `accounting`: whether every request is counted once, and the requests outside the counts.
+public struct RunAccounting: Sendable, Equatable {
+    /// sent = completed + transport errors + unfinished held, measured and warm-up.
+    public var consistent: Bool
+    /// Requests sent again after a lost connection.
+    public var retries: Int
+    /// Requests due but never handed to the transport.
+    public var notSent: Int
+    /// Requests over the payload limit, counted PayloadTooLarge and not sent.
+    public var oversizeNotSent: Int
+
+    /// The accounting.
+    public init(consistent: Bool, retries: Int, notSent: Int, oversizeNotSent: Int) {
+        self.consistent = consistent
+        self.retries = retries
+        self.notSent = notSent
+        self.oversizeNotSent = oversizeNotSent
+    }
+
+    var json: JSONValue {
+        .object([("consistent", .bool(consistent)), ("retries", .int(Int64(retries))), ("not_sent", .int(Int64(notSent))),
+                 ("oversize_not_sent", .int(Int64(oversizeNotSent)))])
+    }
+}
+
+/// summary.json `backlog`: requests due but waiting for a free stream.
+public struct Backlog: Sendable, Equatable {
+    /// The longest the backlog grew.
+    public var max: Int
+    /// Requests that waited.
+    public var blocked: Int
+    /// A backlog.
+    public init(max: Int, blocked: Int) { self.max = max; self.blocked = blocked }
+    var json: JSONValue { .object([("max", .int(Int64(max))), ("blocked", .int(Int64(blocked)))]) }
+}
+
+/// summary.json `connections`: the client's connection events.
+public struct ConnectionCounts: Sendable, Equatable {
+    /// Connections opened.
+    public var opened: Int
+    /// GOAWAYs received.
+    public var goaways: Int
+    /// Connections lost.
+    public var lost: Int
+    /// Connection attempts that failed.
+    public var connectFailures: Int
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS, when it sent one.
+    public var peerMaxConcurrentStreams: Int?
+
+    /// The counts.
+    public init(opened: Int, goaways: Int, lost: Int, connectFailures: Int, peerMaxConcurrentStreams: Int?) {
+        self.opened = opened
+        self.goaways = goaways
+        self.lost = lost
+        self.connectFailures = connectFailures
+        self.peerMaxConcurrentStreams = peerMaxConcurrentStreams
+    }
+
+    var json: JSONValue {
+        .object([
+            ("opened", .int(Int64(opened))), ("goaways", .int(Int64(goaways))), ("lost", .int(Int64(lost))),
+            ("connect_failures", .int(Int64(connectFailures))),
+            ("peer_max_concurrent_streams", peerMaxConcurrentStreams.map { .int(Int64($0)) } ?? .null),
+        ])
+    }
+}
+
+/// CPU time in seconds, user and system.
+public struct CPUTime: Sendable, Equatable {
+    /// User seconds.
+    public var user: Double
+    /// System seconds.
+    public var system: Double
+    /// A CPU time.
+    public init(user: Double, system: Double) { self.user = user; self.system = system }
+    var json: JSONValue { .object([("user_s", .double(user)), ("sys_s", .double(system))]) }
+}
+
+/// summary.json `machine`: what the host took that the percentiles cannot show; read p99 beside it.
+public struct MachineNoise: Sendable, Equatable {
+    /// Online CPUs.
+    public var cpus: Int
+    /// The 1-minute load average when the run started (written to 2 decimals).
+    public var loadAverageAtStart: Double?
+    /// CPU time the hypervisor stole during the run, in seconds (written as ms to 3 decimals).
+    public var stealSeconds: Double?
+    /// Involuntary context switches of the driver threads.
+    public var driverInvoluntarySwitches: Int
+
+    /// The figures.
+    public init(cpus: Int, loadAverageAtStart: Double?, stealSeconds: Double?, driverInvoluntarySwitches: Int) {
+        self.cpus = cpus
+        self.loadAverageAtStart = loadAverageAtStart
+        self.stealSeconds = stealSeconds
+        self.driverInvoluntarySwitches = driverInvoluntarySwitches
+    }
+
+    var json: JSONValue {
+        .object([
+            ("cpus", .int(Int64(cpus))),
+            ("load_average_1m_at_start", loadAverageAtStart.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+            ("steal_ms", stealSeconds.map { .double(($0 * 1e6).rounded() / 1e3) } ?? .null),
+            ("driver_involuntary_switches", .int(Int64(driverInvoluntarySwitches))),
+        ])
+    }
+}
+
+/// Tokens the client stopped using because the gateway answered them gone.
+public struct TokenPruning: Sendable, Equatable {
+    /// Distinct tokens pruned.
+    public var pruned: Int
+    /// Whether every token was pruned, which stopped the run.
+    public var exhausted: Bool
+    /// The pruning.
+    public init(pruned: Int, exhausted: Bool) { self.pruned = pruned; self.exhausted = exhausted }
+}
+
+/// summary.json `gateway`: what the embedded gateway counted.
+public struct GatewayCounts: Sendable, Equatable {
+    /// Push requests received.
+    public var received: Int
+    /// Responses by HTTP status.
+    public var byStatus: [Int: Int]
+    /// Error responses by reason.
+    public var byReason: [String: Int]
+    /// Connections accepted.
+    public var connectionsTotal: Int
+    /// GOAWAYs sent by a behaviour.
+    public var goaways: Int
+    /// Connections dropped by a behaviour.
+    public var drops: Int
+    /// Request body bytes.
+    public var bytesIn: Int
+    /// The FCM route's counters, when it was used.
+    public var fcm: FCMCounts?
+
+    /// The counts.
+    public init(received: Int, byStatus: [Int: Int], byReason: [String: Int], connectionsTotal: Int, goaways: Int,
+                drops: Int, bytesIn: Int, fcm: FCMCounts?) {
+        self.received = received
+        self.byStatus = byStatus
+        self.byReason = byReason
+        self.connectionsTotal = connectionsTotal
+        self.goaways = goaways
+        self.drops = drops
+        self.bytesIn = bytesIn
+        self.fcm = fcm
+    }
+
+    var json: JSONValue {
+        .object([
+            ("received", .int(Int64(received))),
+            ("by_status", .object(byStatus.sorted { $0.key < $1.key }.map { (String($0.key), .int(Int64($0.value))) })),
+            ("by_reason", .object(byReason.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+            ("connections_total", .int(Int64(connectionsTotal))), ("goaways", .int(Int64(goaways))),
+            ("drops", .int(Int64(drops))), ("bytes_in", .int(Int64(bytesIn))),
+        ] + (fcm.map { [("fcm", $0.json)] } ?? []))
+    }
+}
+
+/// summary.json `gateway.fcm`: the FCM route's counters (the captured pushes go to capture.json).
+public struct FCMCounts: Sendable, Equatable {
+    /// messages:send requests.
+    public var requests: Int
+    /// Messages accepted.
+    public var messagesAccepted: Int
+    /// validate_only requests answered.
+    public var validateOnly: Int
+    /// Topic or condition messages.
+    public var topicMessages: Int
+    /// Devices reached by fan-out.
+    public var deviceDeliveries: Int
+    /// Devices still to reach.
+    public var fanoutPending: Int
+    /// Errors by FCM code.
+    public var byCode: [String: Int]
+    /// Tokens churned.
+    public var churnedTokens: Int
+    /// Requests refused because their token was churned.
+    public var churnRefusals: Int
+    /// Apple pushes captured.
+    public var captured: Int
+
+    /// The counters.
+    public init(requests: Int, messagesAccepted: Int, validateOnly: Int, topicMessages: Int, deviceDeliveries: Int,
+                fanoutPending: Int, byCode: [String: Int], churnedTokens: Int, churnRefusals: Int, captured: Int) {
+        self.requests = requests
+        self.messagesAccepted = messagesAccepted
+        self.validateOnly = validateOnly
+        self.topicMessages = topicMessages
+        self.deviceDeliveries = deviceDeliveries
+        self.fanoutPending = fanoutPending
+        self.byCode = byCode
+        self.churnedTokens = churnedTokens
+        self.churnRefusals = churnRefusals
+        self.captured = captured
+    }
+
+    var json: JSONValue {
+        .object([
+            ("requests", .int(Int64(requests))), ("messages_accepted", .int(Int64(messagesAccepted))),
+            ("validate_only", .int(Int64(validateOnly))), ("topic_messages", .int(Int64(topicMessages))),
+            ("device_deliveries", .int(Int64(deviceDeliveries))), ("fanout_pending", .int(Int64(fanoutPending))),
+            ("by_code", .object(byCode.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+            ("churned_tokens", .int(Int64(churnedTokens))), ("churn_refusals", .int(Int64(churnRefusals))),
+            ("captured", .int(Int64(captured))),
+        ])
+    }
+}
+
+/// summary.json `reconciliation`: every response the client counted was received by the gateway, and
+/// the gateway received no request the client did not send (answered ≤ received ≤ attempts).
+public struct Reconciliation: Sendable, Equatable {
+    /// Requests the client sent, retries included, measured and warm-up.
+    public var clientAttempts: Int
+    /// Responses the client received.
+    public var clientAnswered: Int
+    /// Requests the gateway received.
+    public var gatewayReceived: Int
+    /// The FCM route's check, when it was used.
+    public var fcm: FCMReconciliation?
+
+    /// The figures.
+    public init(clientAttempts: Int, clientAnswered: Int, gatewayReceived: Int, fcm: FCMReconciliation? = nil) {
+        self.clientAttempts = clientAttempts
+        self.clientAnswered = clientAnswered
+        self.gatewayReceived = gatewayReceived
+        self.fcm = fcm
+    }
+
+    /// answered ≤ received ≤ attempts.
+    public var consistent: Bool { clientAnswered <= gatewayReceived && gatewayReceived <= clientAttempts }
+
+    var json: JSONValue {
+        var m: [(String, JSONValue)] = [
+            ("client_attempts", .int(Int64(clientAttempts))), ("client_answered", .int(Int64(clientAnswered))),
+            ("gateway_received", .int(Int64(gatewayReceived))), ("consistent", .bool(consistent)),
+        ]
+        if let fcm {
+            m += [("fcm_messages_accepted", .int(Int64(fcm.accepted))), ("client_ok", .int(Int64(fcm.clientOK))),
+                  ("fcm_consistent", .bool(fcm.consistent))]
+        }
+        return .object(m)
+    }
+}
+
+/// FCM messages the gateway accepted against the client's 200s: every 200 the client counted is an
+/// accepted message, and the gateway accepted none the client did not send (an unanswered request may
+/// have been accepted): ok ≤ accepted ≤ ok + unanswered.
+public struct FCMReconciliation: Sendable, Equatable {
+    /// Messages the gateway accepted (validate_only included).
+    public var accepted: Int
+    /// 200s the client counted.
+    public var clientOK: Int
+    /// Requests the client sent that got no answer (unfinished or lost to the transport).
+    public var clientUnanswered: Int
+
+    /// The figures.
+    public init(accepted: Int, clientOK: Int, clientUnanswered: Int) {
+        self.accepted = accepted
+        self.clientOK = clientOK
+        self.clientUnanswered = clientUnanswered
+    }
+
+    /// ok ≤ accepted ≤ ok + unanswered.
+    public var consistent: Bool { clientOK <= accepted && accepted <= clientOK + clientUnanswered }
+}
+
+/// summary.json `ab`: one variant's share of an encoder A/B (the other variants ran in the same process,
+/// in interleaved rounds).
+public struct EncoderComparisonShare: Sendable, Equatable {
+    /// Every variant, in the order given; the first is the reference.
+    public var variants: [String]
+    /// Rounds this variant ran.
+    public var rounds: Int
+    /// Length of a round in seconds.
+    public var roundSeconds: Double
+    /// Requests this variant sent.
+    public var pushes: Int
+    /// Driver threads' CPU seconds in this variant's rounds (written to 3 decimals).
+    public var driverCPUSeconds: Double
+    /// Driver CPU seconds per million pushes.
+    public var cpuSecondsPerMillion: Double?
+    /// The process's CPU seconds in this variant's rounds.
+    public var processCPUSeconds: Double
+    /// The test-only spin per payload of a deliberately slowed variant, in µs.
+    public var testSlowdownMicroseconds: Double?
+
+    /// The share.
+    public init(variants: [String], rounds: Int, roundSeconds: Double, pushes: Int, driverCPUSeconds: Double,
+                cpuSecondsPerMillion: Double?, processCPUSeconds: Double, testSlowdownMicroseconds: Double? = nil) {
+        self.variants = variants
+        self.rounds = rounds
+        self.roundSeconds = roundSeconds
+        self.pushes = pushes
+        self.driverCPUSeconds = driverCPUSeconds
+        self.cpuSecondsPerMillion = cpuSecondsPerMillion
+        self.processCPUSeconds = processCPUSeconds
+        self.testSlowdownMicroseconds = testSlowdownMicroseconds
+    }
+
+    var json: JSONValue {
+        var m: [(String, JSONValue)] = [
+            ("variants", .array(variants.map { .string($0) })), ("reference", .string(variants.first ?? "")),
+            ("rounds", .int(Int64(rounds))), ("round_s", .double(roundSeconds)), ("pushes", .int(Int64(pushes))),
+            ("driver_cpu_s", .double(ResultsWriter.round3(driverCPUSeconds))),
+            ("cpu_s_per_million", cpuSecondsPerMillion.map { .double(ResultsWriter.round3($0)) } ?? .null),
+            ("process_cpu_s", .double(ResultsWriter.round3(processCPUSeconds))),
+        ]
+        if let testSlowdownMicroseconds { m.append(("test_slowdown_us", .double(testSlowdownMicroseconds))) }
+        return .object(m)
+    }
+}
+
+/// The run settings `pushbench run` adds to summary.json `config` after the contract's keys.
+public struct RunSettings: Sendable, Equatable {
+    /// `requests`: the measured request count asked for, if any.
+    public var requests: Int?
+    /// `warmup_s`.
+    public var warmupSeconds: Double
+    /// `tokens`: how many device tokens.
+    public var tokens: Int
+    /// `payload`: the template file, or "default".
+    public var payload: String
+    /// `retry`.
+    public var retry: Int
+    /// `send_oversize`.
+    public var sendOversize: Bool
+    /// `apns_id`: whether requests carried an apns-id.
+    public var apnsID: Bool
+
+    /// The settings.
+    public init(requests: Int?, warmupSeconds: Double, tokens: Int, payload: String, retry: Int, sendOversize: Bool,
+                apnsID: Bool) {
+        self.requests = requests
+        self.warmupSeconds = warmupSeconds
+        self.tokens = tokens
+        self.payload = payload
+        self.retry = retry
+        self.sendOversize = sendOversize
+        self.apnsID = apnsID
+    }
+
+    var members: [(String, JSONValue)] {
+        (requests.map { [("requests", JSONValue.int(Int64($0)))] } ?? []) + [
+            ("warmup_s", .double(warmupSeconds)), ("tokens", .int(Int64(tokens))), ("payload", .string(payload)),
+            ("retry", .int(Int64(retry))), ("send_oversize", .bool(sendOversize)), ("apns_id", .bool(apnsID)),
+        ]
+    }
+}
