@@ -27,7 +27,7 @@ let package = Package(
         // The shared vocabulary: protocol names, the JSON core, the quantity parsers, the version. A leaf.
         .target(name: "PushVocabulary", swiftSettings: hotPath),
         // Options declared once (name, value syntax, default, help, typed parser): parser, --help, docs.
-        .target(name: "CommandLineOptions"),
+        .target(name: "CommandLineOptions", dependencies: ["PushVocabulary"]),
         .target(name: "PushPayload", dependencies: ["PushVocabulary"], swiftSettings: hotPath),
         .target(name: "PushMetrics", dependencies: ["CZlib", "PushVocabulary"], swiftSettings: hotPath),
         .target(name: "PushTransport", dependencies: ["CUV", "CNGHTTP2"], swiftSettings: hotPath),

@@ -97,15 +97,6 @@ public struct GatewayConfiguration: Equatable, Sendable {
 
     // MARK: value parsers (shared by flags and the scenario file)
 
-    static func integer(_ text: String, _ name: String, _ range: ClosedRange<Int>) throws(GatewayConfigurationError) -> Int {
-        guard let n = Int(text) else { throw GatewayConfigurationError("\(name): '\(text)' is not a whole number") }
-        guard range.contains(n) else {
-            let bound = range.upperBound == Int.max ? "at least \(range.lowerBound)" : "\(range.lowerBound)...\(range.upperBound)"
-            throw GatewayConfigurationError("\(name): \(n) is out of range (\(bound))")
-        }
-        return n
-    }
-
     static func fraction(_ text: String, _ name: String) throws(GatewayConfigurationError) -> Double {
         do throws(QuantityError) { return try Quantity.fraction(text) } catch {
             throw GatewayConfigurationError("\(name): \(error.message)")

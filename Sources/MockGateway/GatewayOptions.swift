@@ -33,7 +33,7 @@ extension GatewayConfiguration {
                 try listenAddress(text, name)
             },
             .value("--threads", "N", \.threads, default: "1", help: "event loops sharing the port") { text, name throws(UsageError) in
-                try integer(text, name, 1...64)
+                try ValueParser.integer(text, option: name, range: 1...64)
             },
             .value("--seed", "N", \.seed, default: "1", help: "seed of the random behaviours") { text, name throws(UsageError) in
                 guard let s = UInt64(text) else { throw UsageError("\(name): '\(text)' is not a whole number") }
@@ -63,12 +63,12 @@ extension GatewayConfiguration {
                 try tokenRate(text, name)
             },
             .value("--max-streams", "N", \.maxConcurrentStreams, default: "1000", help: "SETTINGS_MAX_CONCURRENT_STREAMS") {
-                text, name throws(UsageError) in UInt32(try integer(text, name, 1...Int(Int32.max)))
+                text, name throws(UsageError) in UInt32(try ValueParser.integer(text, option: name, range: 1...Int(Int32.max)))
             },
             .flag("--streams-drop-on-error", \.dropStreamsOnError,
                   help: "drop MAX_CONCURRENT_STREAMS to 1 after a rejection, restore after a 200"),
             .value("--goaway-after-streams", "N", \.goawayAfterStreams, help: "GOAWAY after N streams on a connection") {
-                text, name throws(UsageError) in try integer(text, name, 1...Int.max)
+                text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 1...Int.max)
             },
             .value("--goaway-after", "DURATION", \.goawayAfterSeconds,
                    help: "GOAWAY a while after a connection opened (e.g. 30s)") { text, name throws(UsageError) in
@@ -85,7 +85,7 @@ extension GatewayConfiguration {
                 text, name throws(UsageError) in try fraction(text, name)
             },
             .value("--drop-after-streams", "N", \.dropAfterStreams, help: "drop the connection abruptly at its N-th stream") {
-                text, name throws(UsageError) in try integer(text, name, 1...Int.max)
+                text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 1...Int.max)
             },
             .value("--token-length", "N|MIN-MAX", \.tokenLength, default: "64-200",
                    help: "accepted token length in hex characters (even only)") { text, name throws(UsageError) in

@@ -252,6 +252,11 @@ public enum CompareTool {
                 return Outcome(status: 2, output: "", error: "--threshold: \(error)")
             }
         }
+        return run(base: base, new: new, thresholds: thresholds, markdown: markdown)
+    }
+
+    /// Compares BASE and NEW with `thresholds` (metric name to percent) already parsed.
+    public static func run(base: String, new: String, thresholds: [String: Double], markdown: Bool = false) -> Outcome {
         let b: LoadedRun, n: LoadedRun
         do {
             b = try LoadedRun.load(base)

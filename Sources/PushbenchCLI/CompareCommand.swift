@@ -2,8 +2,8 @@ import PushMetrics
 
 /// `pushbench compare`'s options.
 public struct CompareOptions: Equatable, Sendable {
-    /// `--threshold METRIC=PCT`, each checked.
-    public var thresholds: [String] = []
+    /// `--threshold METRIC=PCT`: percent by metric name (aliases resolved; the last one given wins).
+    public var thresholds: [String: Double] = [:]
     /// `--markdown`.
     public var markdown = false
 }
@@ -22,15 +22,19 @@ public struct CompareCommand: PushbenchCommand {
 
     public static var options: OptionTable<CompareOptions> {
         OptionTable([
-            .values("--threshold", "METRIC=PCT", \.thresholds, help: """
+            Option("--threshold", "METRIC=PCT", repeats: true, help: """
             regression threshold in percent (repeatable); defaults:
             achieved_rps=2 (lower is worse), p50=10, p99=10, p999=10 (higher is
             worse), transport_errors=0 (any rise). Other metrics are reported and
             can be gated the same way: p90, max, mean, service_p50, service_p99,
             failed, unfinished, cpu_s, max_rss_bytes
-            """) { text, name throws(UsageError) in
-                do { _ = try RunComparison.parseThreshold(text) } catch { throw UsageError("\(name): \(error)") }
-                return text
+            """) { (options, text) throws(UsageError) in
+                do {
+                    let (metric, percent) = try RunComparison.parseThreshold(text)
+                    options.thresholds[metric] = percent
+                } catch {
+                    throw UsageError("--threshold: \(error)")
+                }
             },
             .flag("--markdown", \.markdown, help: "print a Markdown table fit for a CI comment"),
         ])
@@ -50,7 +54,7 @@ public struct CompareCommand: PushbenchCommand {
     }
 
     public func run() -> Int32 {
-        let outcome = CompareTool.run(base: base, new: new, thresholdSpecs: options.thresholds, markdown: options.markdown)
+        let outcome = CompareTool.run(base: base, new: new, thresholds: options.thresholds, markdown: options.markdown)
         if let error = outcome.error { printError("pushbench compare: \(error)") }
         if !outcome.output.isEmpty { printOut(String(outcome.output.dropLast(outcome.output.hasSuffix("\n") ? 1 : 0))) }
         return outcome.status

@@ -95,6 +95,15 @@ import Testing
         }
     }
 
+    @Test func compareThresholdsAreParsedOnce() throws {
+        let compare = try CompareCommand(arguments: ParsedArguments(["a", "b", "--threshold", "p99.9=5%", "--threshold=rps=1"],
+                                                                    options: CompareCommand.options))
+        #expect(compare.options.thresholds == ["p999": 5, "achieved_rps": 1])
+        #expect(throws: UsageError("--threshold: 'p98' is not a metric; use one of achieved_rps, p50, p90, p99, p999, max, mean, service_p50, service_p99, transport_errors, failed, unfinished, cpu_s, max_rss_bytes")) {
+            _ = try CompareCommand(arguments: ParsedArguments(["a", "b", "--threshold", "p98=5"], options: CompareCommand.options))
+        }
+    }
+
     /// `gateway` parses straight into the configuration; `run --gateway-arg` reads the same table.
     @Test func gatewayOptionsParseOnceIntoTheConfiguration() throws {
         let args = ["--latency", "2ms", "--fail", "BadDeviceToken=1%", "--topic-subscribers", "news=5", "--streams-drop-on-error"]

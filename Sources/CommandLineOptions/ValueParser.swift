@@ -1,7 +1,7 @@
-import CommandLineOptions
 import PushVocabulary
 
-/// Parsers for option values; each error names the option and the offending text.
+/// Parsers for the values options of every command share; each error names the option and the offending
+/// text.
 public enum ValueParser {
     /// A decimal integer within `range`.
     public static func integer(_ text: String, option: String, range: ClosedRange<Int>) throws(UsageError) -> Int {
