@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import PushPayload
 import PushVocabulary
 
@@ -49,8 +46,6 @@ public enum GatewayAction: Equatable, Sendable {
 public struct GatewayConnectionState: Sendable {
     /// Push streams seen on this connection.
     public var streams = 0
-    /// When the connection opened (monotonic ns).
-    public var openedAt: UInt64
     /// The SETTINGS_MAX_CONCURRENT_STREAMS last advertised.
     public var advertisedMaxStreams: UInt32
     /// Whether a GOAWAY was decided already.
@@ -59,8 +54,10 @@ public struct GatewayConnectionState: Sendable {
     public var goawayDeadline: UInt64?
 }
 
-/// The APNs provider API as a state machine: takes a parsed request, returns an action. No I/O, no
-/// allocation for a valid request in steady state; one per event loop (not thread-safe).
+/// The APNs provider API as a state machine: takes a parsed request and the time, returns an action.
+/// No I/O and no clock read: its answers depend on its inputs alone (the wall-clock times it writes come
+/// from `now` through the ``GatewayClock`` it was given). No allocation for a valid request in steady
+/// state; one per event loop (not thread-safe).
 ///
 /// Validation follows Pushy's mock (push-protocols.md §1.6): duplicate headers → apns-id → method →
 /// topic → collapse id → expiration → priority → push type → path and token → unregistered token →
@@ -78,38 +75,32 @@ public struct GatewayStateMachine {
     public let counters: GatewayCounters
     private var random: SeededRandom
     private var buckets: TokenBuckets?
-    private let wallClockAtStartMillis: Int64
+    private let clock: GatewayClock
     private let failureTotal: Double
     private let latencyOn: Bool
     /// The FCM route (`/v1/projects/…`) and token churn, see FCM/FCMEngine.swift.
     var fcm: FCMEngine
 
     /// A state machine for event loop number `loopIndex` (each loop draws its own random stream from
-    /// the seed). `wallClockMillis` anchors the 410 timestamps.
+    /// the seed). `clock` maps request times to the wall clock of 410 timestamps; the gateway's start
+    /// is its anchor (unregistered tokens were last seen before it).
     public init(configuration: GatewayConfiguration, loopIndex: Int = 0, counters: GatewayCounters = GatewayCounters(),
-                wallClockMillis: Int64 = GatewayStateMachine.wallClockMillis()) {
+                clock: GatewayClock = .now()) {
         self.configuration = configuration
         self.counters = counters
         random = SeededRandom(seed: mix(configuration.seed &+ UInt64(loopIndex) &* 0x9E37_79B9))
         buckets = configuration.tokenRateLimit.map { TokenBuckets(limit: $0) }
-        wallClockAtStartMillis = wallClockMillis
+        self.clock = clock
         failureTotal = configuration.failures.reduce(0) { $0 + $1.fraction }
         latencyOn = configuration.latency != .none
         fcm = FCMEngine(configuration: configuration, loopIndex: loopIndex, counters: counters.fcm,
-                        wallClockMillis: wallClockMillis)
-    }
-
-    /// Milliseconds since the epoch (CLOCK_REALTIME).
-    public static func wallClockMillis() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+                        wallClockMillis: clock.wallMillis)
     }
 
     /// A new connection: counts it and returns its state.
     public func connectionOpened(now: UInt64) -> GatewayConnectionState {
         counters.connectionOpened()
-        var state = GatewayConnectionState(openedAt: now, advertisedMaxStreams: configuration.maxConcurrentStreams)
+        var state = GatewayConnectionState(advertisedMaxStreams: configuration.maxConcurrentStreams)
         if let s = configuration.goawayAfterSeconds { state.goawayDeadline = now &+ UInt64(s * 1e9) }
         return state
     }
@@ -154,7 +145,7 @@ public struct GatewayStateMachine {
             response.reason = reason
             if reason == .unregistered {
                 let h = tokenHash(token(request.path!))
-                response.timestampMillis = wallClockAtStartMillis - Int64(h % (30 * 86_400_000))
+                response.timestampMillis = clock.wallMillis - Int64(h % (30 * 86_400_000))
             }
         } else if configuration.fcm.tokenChurnPerSecond > 0,
                   let churnedAt = fcm.churnedAt(hash: tokenHash(token(request.path!)), now: now) {
@@ -172,7 +163,7 @@ public struct GatewayStateMachine {
                 if u < f.fraction {
                     response.status = f.reason.status
                     response.reason = f.reason
-                    if f.reason == .unregistered || f.reason == .expiredToken { response.timestampMillis = wallClockMillisNow() }
+                    if f.reason == .unregistered || f.reason == .expiredToken { response.timestampMillis = clock.wallMillis(at: now) }
                     break
                 }
                 u -= f.fraction
@@ -215,8 +206,6 @@ public struct GatewayStateMachine {
         counters.connectionDropped()
         return .drop
     }
-
-    private func wallClockMillisNow() -> Int64 { Self.wallClockMillis() }
 
     /// The token part of an APNs path (after `/3/device/`).
     @inline(__always)

@@ -54,6 +54,23 @@ import Testing
         #expect(h.status(TestRequest(headers: [])) == (400, "MissingTopic"))
     }
 
+    /// An injected 410 (or ExpiredToken) carries the wall-clock time of its request, taken from the
+    /// request's monotonic time and the machine's clock anchor: the same inputs give the same answer,
+    /// whenever the test runs.
+    @Test func injected410IsStampedWithTheRequestTimeNotTheWallClock() throws {
+        for reason in ["Unregistered", "ExpiredToken"] {
+            var a = try Harness(["--fail", "\(reason)=1"]), b = try Harness(["--fail", "\(reason)=1"])
+            a.now = 6_000_000_000                // 5 s after the anchor (1 s monotonic = 1_700_000_000_000 ms)
+            b.now = 6_000_000_000
+            let ra = a.send(TestRequest()).response!, rb = b.send(TestRequest()).response!
+            #expect(ra.status == 410 && ra.reason?.rawValue == reason)
+            #expect(ra.timestampMillis == 1_700_000_005_000, "\(reason): \(String(describing: ra.timestampMillis))")
+            #expect(rb.timestampMillis == ra.timestampMillis)
+            a.now = 6_250_000_000
+            #expect(a.send(TestRequest()).response!.timestampMillis == 1_700_000_005_250)
+        }
+    }
+
     @Test func perTokenRateLimitAnswers429AndRefills() throws {
         var h = try Harness(["--token-rate", "2"])
         let one = TestRequest(path: "/3/device/" + token(1)), two = TestRequest(path: "/3/device/" + token(2))

@@ -64,8 +64,9 @@ struct Harness {
     var now: UInt64 = 1_000_000_000
 
     init(_ config: GatewayConfiguration = GatewayConfiguration(), loop: Int = 0) {
+        // The gateway started at 1_700_000_000_000 ms, 1 s into the monotonic clock, when `now` begins.
         machine = GatewayStateMachine(configuration: config, loopIndex: loop, counters: GatewayCounters(),
-                                      wallClockMillis: 1_700_000_000_000)
+                                      clock: GatewayClock(wallMillis: 1_700_000_000_000, monotonicNanos: 1_000_000_000))
         connection = machine.connectionOpened(now: now)
     }
 

@@ -1,0 +1,252 @@
+import PushTransport
+import PushVocabulary
+
+/// Per-connection state: the state machine's part plus the timed-GOAWAY timer.
+final class ConnectionEntry {
+    var state: GatewayConnectionState
+    var timer: LoopTimer?
+    init(state: GatewayConnectionState) { self.state = state }
+}
+
+/// A response held back until its latency has passed.
+struct DelayedResponse {
+    var connection: HTTP2ServerConnection
+    var streamID: Int32
+    var response: GatewayResponse
+}
+
+/// One event loop of the gateway: the adapter between `HTTP2Server` and ``GatewayStateMachine``. It
+/// turns each request into a ``GatewayRequest``, does what the machine's action says, and holds
+/// delayed responses in a ``DeadlineHeap`` behind one timer. Loop-confined: created, used and
+/// released on its own thread.
+final class GatewayLoop: HTTP2ServerDelegate {
+    /// Bodies up to this size are read and answered (413 over 4096/5120 bytes); only a larger one is
+    /// reset by the transport (CANCEL), since it must be buffered whole before the gateway sees it.
+    static let maxRequestBody = 8 << 20
+    let loop: EventLoop
+    var server: HTTP2Server!
+    var machine: GatewayStateMachine
+    let allCounters: [GatewayCounters]
+    private var connections: [UInt64: ConnectionEntry] = [:]
+    /// Responses waiting for their latency (preallocated; grows only past the largest backlog seen).
+    private var delayed = DeadlineHeap<DelayedResponse>(capacity: 16 * 1024)
+    /// Fires at the earliest delayed deadline: a timerfd, or a millisecond libuv timer without one.
+    private var delayTimer: PreciseTimer?
+    private var fallbackTimer: LoopTimer?
+    /// `{"reason":"…"}` for every reason, built once: error bodies and GOAWAY debug data are borrowed.
+    private let reasonBodies: UnsafeMutableRawBufferPointer
+    private var reasonRanges: [Range<Int>] = []
+    /// Scratch for FCM bodies (rendered at send time, copied by `respond`).
+    private let fcmBody = UnsafeMutableRawBufferPointer.allocate(byteCount: FCMResponse.maxBodySize, alignment: 1)
+    private var shutdownTimer: LoopTimer?
+    /// True once a graceful shutdown has closed every connection.
+    private(set) var finished = false
+
+    init(loop: EventLoop, machine: GatewayStateMachine, allCounters: [GatewayCounters]) {
+        self.loop = loop
+        self.machine = machine
+        self.allCounters = allCounters
+        var bytes: [UInt8] = []
+        for reason in APNsReason.allCases {
+            let start = bytes.count
+            bytes += Array("{\"reason\":\"\(reason.rawValue)\"}".utf8)
+            reasonRanges.append(start..<bytes.count)
+        }
+        reasonBodies = .allocate(byteCount: bytes.count, alignment: 1)
+        reasonBodies.copyBytes(from: bytes)
+        connections.reserveCapacity(1024)
+        do {
+            delayTimer = try PreciseTimer(loop: loop) { [unowned self] _ in self.delayTimerFired() }
+        } catch {
+            // Without a timerfd the delays fall back to millisecond libuv timers (see `arm`).
+        }
+    }
+
+    deinit {
+        reasonBodies.deallocate()
+        fcmBody.deallocate()
+    }
+
+    /// The transport settings of a gateway loop serving `configuration`.
+    static func serverConfiguration(_ configuration: GatewayConfiguration, reusePort: Bool) -> HTTP2ServerConfiguration {
+        var c = HTTP2ServerConfiguration()
+        c.maxConcurrentStreams = Int(configuration.maxConcurrentStreams)
+        c.maxRequestBodySize = maxRequestBody
+        c.reusePort = reusePort
+        return c
+    }
+
+    @inline(__always) func reasonBody(_ r: APNsReason) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: reasonBodies[reasonRanges[Int(r.code)]])
+    }
+
+    /// Stops taking connections and streams, lets the streams in flight finish (delayed ones included),
+    /// sends GOAWAY, and stops the loop once every connection is closed (or after 10 s at most).
+    func shutdown() {
+        let done: () -> Void = { [unowned self] in
+            self.finished = true
+            self.loop.stop()
+        }
+        server.shutdownGracefully(done)
+        if finished { return }
+        shutdownTimer = LoopTimer(loop: loop) { [unowned self] in
+            self.server.close()
+            done()
+        }
+        shutdownTimer?.start(afterMilliseconds: 10_000)
+    }
+
+    /// Releases the timers, connections and held responses, and the server (before the loop closes).
+    func tearDown() {
+        delayTimer = nil
+        fallbackTimer = nil
+        shutdownTimer = nil
+        for entry in connections.values { entry.timer = nil }
+        connections.removeAll()
+        delayed.removeAll()
+        server = nil
+    }
+
+    // MARK: HTTP2ServerDelegate
+
+    func server(_ server: HTTP2Server, connectionDidOpen connection: HTTP2ServerConnection) {
+        let entry = ConnectionEntry(state: machine.connectionOpened(now: loop.now))
+        connections[connection.id] = entry
+        if let deadline = entry.state.goawayDeadline {
+            let id = connection.id
+            let timer = LoopTimer(loop: loop) { [unowned self, unowned connection] in
+                guard let entry = self.connections[id] else { return }
+                let now = self.loop.now
+                // libuv's clock is whole milliseconds cached per loop turn, so the timer may fire a
+                // little before the nanosecond deadline: wait the rest rather than miss the GOAWAY.
+                if let deadline = entry.state.goawayDeadline, now < deadline {
+                    entry.timer?.start(afterMilliseconds: (deadline - now) / 1_000_000 + 1)
+                    return
+                }
+                guard let reason = self.machine.goawayDue(connection: &entry.state, now: now) else { return }
+                connection.goAway(errorCode: 0, debugData: self.reasonBody(reason))
+            }
+            timer.setKeepsLoopAlive(false)
+            let now = loop.now
+            timer.start(afterMilliseconds: deadline > now ? (deadline - now + 999_999) / 1_000_000 : 0)
+            entry.timer = timer
+        }
+    }
+
+    func server(_ server: HTTP2Server, connectionDidClose connection: HTTP2ServerConnection, error: TransportError) {
+        if let entry = connections.removeValue(forKey: connection.id) {
+            entry.timer = nil
+            machine.connectionClosed()
+        }
+    }
+
+    func server(_ server: HTTP2Server, didReceive request: HTTP2ServerRequest) {
+        var parsed = GatewayRequest()
+        parsed.method = request.method
+        parsed.path = request.path
+        let headers = request.headers
+        for i in 0..<headers.count {
+            let field = headers[i]
+            parsed.setHeader(name: field.name, value: field.value)
+        }
+        parsed.body = request.body
+        let connection = request.connection
+        guard let entry = connections[connection.id] else { return }
+        switch machine.handle(parsed, connection: &entry.state, now: request.receivedAt) {
+        case .respond(let response):
+            send(response, on: connection, stream: request.streamID)
+        case .respondLater(let delay, let response):
+            let item = DelayedResponse(connection: connection, streamID: request.streamID, response: response)
+            if delayed.insert(item, deadline: request.receivedAt &+ delay) { arm(request.receivedAt &+ delay) }
+        case .stats:
+            var json = GatewayStats(summing: allCounters).json
+            json.withUTF8 { body in
+                _ = connection.respond(to: request.streamID, status: 200, body: UnsafeRawBufferPointer(body)) { h in
+                    h.add("content-type", "application/json")
+                }
+            }
+        case .drop:
+            connection.close()
+        }
+    }
+
+    /// Sends `response` and then its connection effects (SETTINGS, GOAWAY).
+    @inline(__always)
+    private func send(_ response: GatewayResponse, on connection: HTTP2ServerConnection, stream: Int32) {
+        let id = response.apnsID
+        if let fcm = response.fcm {
+            let n = fcm.render(into: fcmBody)
+            _ = connection.respond(to: stream, status: Int(response.status),
+                                   body: UnsafeRawBufferPointer(rebasing: fcmBody[0..<n])) { h in
+                h.add("content-type", "application/json; charset=UTF-8")
+            }
+        } else if let reason = response.reason {
+            if let ts = response.timestampMillis {
+                var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                             UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                withUnsafeMutableBytes(of: &buffer) { out in
+                    let n = Self.writeReasonWithTimestamp(reasonBody(reason), ts, into: out)
+                    _ = connection.respond(to: stream, status: Int(response.status),
+                                           body: UnsafeRawBufferPointer(rebasing: out[0..<n])) { h in
+                        id.withBytes { h.addNeverIndexed("apns-id", $0) }
+                        h.add("content-type", "application/json")
+                    }
+                }
+            } else {
+                _ = connection.respond(to: stream, status: Int(response.status), borrowingBody: reasonBody(reason)) { h in
+                    id.withBytes { h.addNeverIndexed("apns-id", $0) }
+                    h.add("content-type", "application/json")
+                }
+            }
+        } else {
+            _ = connection.respond(to: stream, status: Int(response.status)) { h in
+                id.withBytes { h.addNeverIndexed("apns-id", $0) }
+            }
+        }
+        if let n = response.maxConcurrentStreams { connection.updateSettings(maxConcurrentStreams: Int(n)) }
+        if let reason = response.goaway { connection.goAway(errorCode: 0, debugData: reasonBody(reason)) }
+    }
+
+    /// `{"reason":"X"}` + timestamp → `{"reason":"X","timestamp":1700000000000}` in `out`; returns its length.
+    static func writeReasonWithTimestamp(_ reasonJSON: UnsafeRawBufferPointer, _ ts: Int64,
+                                         into out: UnsafeMutableRawBufferPointer) -> Int {
+        var n = 0
+        for b in reasonJSON.dropLast() { out[n] = b; n += 1 }
+        for b in ",\"timestamp\":".utf8 { out[n] = b; n += 1 }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        let count = withUnsafeMutableBytes(of: &digits) { d -> Int in
+            var v = UInt64(max(ts, 0))
+            var k = 0
+            repeat { d[k] = UInt8(48 + v % 10); v /= 10; k += 1 } while v > 0
+            return k
+        }
+        withUnsafeBytes(of: digits) { d in
+            for k in stride(from: count - 1, through: 0, by: -1) { out[n] = d[k]; n += 1 }
+        }
+        out[n] = UInt8(ascii: "}")
+        return n + 1
+    }
+
+    // MARK: delayed responses
+
+    /// Points the delay timer at `deadline`, the earliest one held.
+    private func arm(_ deadline: UInt64) {
+        if let delayTimer {
+            delayTimer.start(firstDeadline: deadline, intervalNanoseconds: 0)
+        } else {
+            if fallbackTimer == nil { fallbackTimer = LoopTimer(loop: loop) { [unowned self] in self.delayTimerFired() } }
+            let now = loop.now
+            fallbackTimer!.start(afterMilliseconds: deadline > now ? (deadline - now + 999_999) / 1_000_000 : 0)
+        }
+    }
+
+    private func delayTimerFired() {
+        let now = loop.now
+        while let due = delayed.popDue(now: now) {
+            send(due.response, on: due.connection, stream: due.streamID)
+        }
+        if let next = delayed.nextDeadline { arm(next) }
+    }
+}
+
+@available(*, unavailable) extension GatewayLoop: Sendable {}
