@@ -82,9 +82,9 @@ public struct RunOptions: Equatable, Sendable {
     public var capture: Int?
     /// `--token-churn RATE`: the fraction of the token space the embedded gateway invalidates per second.
     public var tokenChurnPerSecond: Double?
-    /// The embedded gateway's configuration: `--gateway-arg`s with `--capture` and `--token-churn`
-    /// (nil with `--target`).
-    public var embeddedGateway: GatewayConfiguration?
+    /// The embedded gateway's configuration: `--gateway-arg`s with `--capture` and `--token-churn` (with
+    /// `--target`, which refuses those, the defaults, unused).
+    public var embeddedGateway = GatewayConfiguration()
 
     /// The defaults.
     public init() {}
@@ -264,7 +264,7 @@ public struct RunCommand: PushbenchCommand {
         if o.tokenChurnPerSecond != nil && o.target != nil {
             throw UsageError("--token-churn: only the embedded gateway can churn tokens, not with --target")
         }
-        if o.target == nil { o.embeddedGateway = try Self.embeddedGateway(o) }
+        o.embeddedGateway = try Self.embeddedGateway(o)
         options = o
     }
 

@@ -12,7 +12,7 @@ extension RunExecution {
             return (host, port, authority, nil)
         }
         let gateway: EmbeddedGateway
-        do { gateway = try EmbeddedGateway.start(options.embeddedGateway ?? GatewayConfiguration()) } catch {
+        do { gateway = try EmbeddedGateway.start(options.embeddedGateway) } catch {
             throw Failure(status: 3, message: "cannot start the embedded gateway: \(error)")
         }
         return (gateway.host, gateway.port, "\(gateway.host):\(gateway.port)", gateway)

@@ -86,7 +86,7 @@ import Testing
             options: RunCommand.options)).options
         #expect(run.pushProtocol == .fcm && run.pushType == .voip && run.encoderVariants == [.copy])
         #expect(run.tokenChurnPerSecond == 0.1 && run.paceQuantumSeconds == 0.001)
-        #expect(run.embeddedGateway?.fcm.tokenChurnPerSecond == 0.1)
+        #expect(run.embeddedGateway.fcm.tokenChurnPerSecond == 0.1)
         #expect(throws: UsageError("--push-type: 'loud' is not one of alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets")) {
             _ = try RunCommand(arguments: ParsedArguments(["--push-type", "loud"], options: RunCommand.options))
         }
