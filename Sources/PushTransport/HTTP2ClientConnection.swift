@@ -264,7 +264,14 @@ public final class HTTP2ClientConnection: HTTP2Session {
             if s.pointee.active && !s.pointee.done { failStream(s, .connectionLost) }
             slots.release(s)
         }
-        if everConnected && !connectFailed { delegate?.connectionDidClose(self, error: error) }
+        if everConnected {
+            if !connectFailed { delegate?.connectionDidClose(self, error: error) }
+        } else if !connectFailed && error.kind != .closedLocally {
+            // The peer hung up (or broke the protocol) before its SETTINGS: the connect failed. Without
+            // this the handshake timer, cancelled above, would leave the owner waiting for an event.
+            connectFailed = true
+            delegate?.connection(self, didFailToConnect: error)
+        }
     }
 
     /// Submits a request: `fill` sets the per-request values and the body (see `HTTP2RequestWriter`).

@@ -2,7 +2,8 @@
 public protocol HTTP2ClientDelegate: AnyObject {
     /// TCP connected and the peer's first SETTINGS arrived: requests may be submitted.
     func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings)
-    /// The connect failed or timed out (e.g. ECONNREFUSED); the connection is closed.
+    /// The connect failed, timed out, or the peer closed or broke the protocol before its first SETTINGS
+    /// (e.g. ECONNREFUSED); the connection is closed. Not sent after a local `close()`.
     func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError)
     /// The peer sent new SETTINGS (e.g. a lower max concurrent streams).
     func connection(_ connection: HTTP2ClientConnection, didUpdatePeerSettings settings: HTTP2Settings)

@@ -14,7 +14,8 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var stagingCapacity: Int = 64 * 1024
     /// iovecs per write batch.
     public var iovCapacity: Int = 1024
-    /// Request bodies larger than this are refused with RST_STREAM (REFUSED_STREAM is wrong; CANCEL is used).
+    /// Request bodies larger than this are reset with RST_STREAM(CANCEL): not REFUSED_STREAM, which would
+    /// tell the client the request was not processed and may be retried.
     public var maxRequestBodySize: Int = 1 << 20
     /// Creates the defaults.
     public init() {}

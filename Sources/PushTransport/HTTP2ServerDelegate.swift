@@ -6,7 +6,7 @@ public protocol HTTP2ServerDelegate: AnyObject {
     func server(_ server: HTTP2Server, connectionDidOpen connection: HTTP2ServerConnection)
     /// A connection closed (peer close, error, GOAWAY exchange done, or local close).
     func server(_ server: HTTP2Server, connectionDidClose connection: HTTP2ServerConnection, error: TransportError)
-    /// A client sent SETTINGS.
+    /// A client changed its SETTINGS (any SETTINGS after its first).
     func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, didUpdatePeerSettings settings: HTTP2Settings)
     /// A client sent GOAWAY.
     func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, didReceiveGoAway goAway: HTTP2GoAway)

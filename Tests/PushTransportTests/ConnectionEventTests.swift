@@ -68,6 +68,35 @@ import Testing
         #expect(silent.peerHasClosed)
     }
 
+    @Test func aPeerHangingUpBeforeItsSettingsIsAConnectFailure() throws {
+        let loop = try EventLoop()
+        let d = TestClient()
+        let (clientEnd, peer) = InMemoryTransport.pair(loop: loop)
+        let c = HTTP2ClientConnection(loop: loop, delegate: d)
+        c.connect(over: clientEnd)
+        peer.close()
+        #expect(loop.run(until: { d.connectError != nil }, timeoutNanoseconds: 10 * seconds))
+        #expect(d.connectError?.kind == .connectionLost)
+        #expect(!d.connected && !d.closed)
+        // Garbage instead of SETTINGS is a failed connect too.
+        let d2 = TestClient()
+        let (clientEnd2, peer2) = InMemoryTransport.pair(loop: loop)
+        let c2 = HTTP2ClientConnection(loop: loop, delegate: d2)
+        c2.connect(over: clientEnd2)
+        peer2.send(Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))
+        #expect(loop.run(until: { d2.connectError != nil }, timeoutNanoseconds: 10 * seconds))
+        #expect(d2.connectError?.kind == .protocolError)
+        // Closing a connection of one's own before it connected reports nothing.
+        let d3 = TestClient()
+        let (clientEnd3, _) = InMemoryTransport.pair(loop: loop)
+        let c3 = HTTP2ClientConnection(loop: loop, delegate: d3)
+        c3.connect(over: clientEnd3)
+        c3.close()
+        loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
+        #expect(d3.connectError == nil && !d3.closed)
+        withExtendedLifetime((c, c2)) {}
+    }
+
     @Test func zeroCopyBodyBeyondTheSlotIsRefused() throws {
         let loop = try EventLoop()
         let server = try TestServer(loop: loop, listening: false)
