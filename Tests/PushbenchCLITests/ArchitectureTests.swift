@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+
+/// The module layering docs/architecture.md draws, checked against every `import` in Sources/: a
+/// module may import only modules of a lower layer (and the C bridges its Package.swift entry names).
+@Suite struct ArchitectureTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The layer of each module of the package, as docs/architecture.md draws it.
+    static let layers: [String: Int] = [
+        "CUV": 0, "CNGHTTP2": 0, "CZlib": 0, "COpenSSL": 0, "CHTTPParser": 0,
+        "PushVocabulary": 1,
+        "CommandLineOptions": 2, "PushPayload": 2, "PushMetrics": 2, "PushTransport": 2,
+        "MockGateway": 3,
+        "LoadGenerator": 4,
+        "PushbenchCLI": 5,
+        "pushbench": 6,
+    ]
+
+    /// Every `import X` of one module's sources, with the file it is in.
+    static func imports(of module: String) throws -> [(file: String, imported: String)] {
+        let dir = repository.appendingPathComponent("Sources/\(module)")
+        guard let files = FileManager.default.enumerator(atPath: dir.path) else { return [] }
+        var found: [(String, String)] = []
+        for case let file as String in files where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                let words = line.split(separator: " ")
+                // `import X`, `@testable import X`, `public import X`, `import struct X.Y`
+                guard let i = words.firstIndex(of: "import"), i + 1 < words.count else { continue }
+                guard words[..<i].allSatisfy({ $0.hasPrefix("@") || ["public", "internal", "package", "private", "fileprivate"].contains($0) }) else { continue }
+                var name = words[i + 1]
+                if ["struct", "class", "enum", "protocol", "func", "typealias", "var", "let"].contains(name), i + 2 < words.count {
+                    name = words[i + 2]
+                }
+                found.append(("Sources/\(module)/\(file)", String(name.split(separator: ".")[0])))
+            }
+        }
+        return found
+    }
+
+    @Test func everyModuleImportsOnlyFromLowerLayers() throws {
+        var violations: [String] = []
+        for (module, layer) in Self.layers where layer > 0 {
+            for (file, imported) in try Self.imports(of: module) {
+                guard let other = Self.layers[imported] else { continue }  // Foundation, Glibc, Testing …
+                if other >= layer { violations.append("\(file) imports \(imported) (layer \(other)) from layer \(layer)") }
+            }
+        }
+        #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    /// PushTransport knows nothing of push, and the leaf stays a leaf (no C, no Foundation).
+    @Test func theTransportAndTheLeafStayIgnorantOfWhatIsAboveThem() throws {
+        let transport = try Self.imports(of: "PushTransport").map(\.imported)
+        #expect(!transport.contains("PushVocabulary") && !transport.contains("PushPayload"))
+        let leaf = Set(try Self.imports(of: "PushVocabulary").map(\.imported))
+        #expect(leaf.isSubset(of: ["Synchronization"]), "PushVocabulary imports \(leaf.sorted())")
+    }
+
+    /// Every Swift module in Sources/ has a layer here, so a new module cannot slip past the check.
+    @Test func everyModuleHasALayer() throws {
+        let modules = try FileManager.default.contentsOfDirectory(atPath: Self.repository.appendingPathComponent("Sources").path)
+            .filter { !$0.hasPrefix(".") && $0 != "CAllocCounter" }
+        let missing = modules.filter { Self.layers[$0] == nil }
+        #expect(missing.isEmpty, "modules with no layer in ArchitectureTests and docs/architecture.md: \(missing)")
+    }
+}
