@@ -2,9 +2,9 @@ import Foundation
 
 /// How an A/B variant differs from the reference, metric by metric, judged against the round-to-round
 /// spread: a difference is only a regression when the whole-run change is past the metric's
-/// threshold, the difference between the two variants' median rounds is past it too and larger than
-/// the spread of either variant's own rounds (their interquartile range), and both variants ran
-/// enough rounds to show that spread. Medians and quartiles of rounds, not the whole run and the
+/// threshold, the difference between the two variants' median rounds is past it too, the middle
+/// halves of the two variants' rounds (their interquartile ranges) do not overlap, and both variants
+/// ran enough rounds to show that spread. Medians and quartiles of rounds, not the whole run and the
 /// range, because one stalled round moves a whole-run p99 and a range by itself.
 extension VariantComparison {
     /// Rounds each variant needs before one of its differences can be called a regression.
@@ -123,14 +123,24 @@ extension VariantComparison {
                 d.verdict = metric == "transport_errors" ? .regression : .unjudged
             } else if d.rounds < Self.minimumRounds {
                 d.verdict = .tooFewRounds
-            } else if let change = roundChange, let spread,
-                      (higherIsBetter ? -change : change) > Swift.max(spread, threshold ?? 0) {
+            } else if let change = roundChange, (higherIsBetter ? -change : change) > (threshold ?? 0),
+                      Self.separated(worse: rounds, than: refRounds, higherIsBetter: higherIsBetter) {
                 d.verdict = .regression
             } else {
                 d.verdict = .noise
             }
         }
         return d
+    }
+
+    /// Whether the middle halves of the two variants' rounds do not overlap, the worse side beyond:
+    /// the difference is then larger than either side's round-to-round spread. Judged on the rounds'
+    /// own values rather than in percent of the reference, so a slowed variant whose rounds scatter
+    /// widely in absolute terms (a loaded machine stretches a 5 ms round more than a 0.3 ms one) is
+    /// still told apart from a reference it never comes near.
+    static func separated(worse rounds: [Double], than refRounds: [Double], higherIsBetter: Bool) -> Bool {
+        higherIsBetter ? quantile(rounds, 0.75) < quantile(refRounds, 0.25)
+                       : quantile(rounds, 0.25) > quantile(refRounds, 0.75)
     }
 
     /// The `q` quantile of `values` (linear between the sorted values; `values` not empty).

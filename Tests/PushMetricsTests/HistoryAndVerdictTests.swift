@@ -128,6 +128,21 @@ import Testing
         #expect(p99.verdict == .noise && quiet.regressions[1].isEmpty)
     }
 
+    @Test func aFarSlowerVariantWhoseRoundsScatterWidelyIsStillARegression() throws {
+        // A slowed variant's rounds scatter by milliseconds on a loaded machine: in percent of the
+        // reference's small median that scatter is huge, yet its best rounds never come near the
+        // reference's worst. Judged in percent of the reference, this read "within noise".
+        var c = ChartFixtures.comparison(rounds: 5)
+        let base = c.entries[0].perRound.map(\.p50)
+        for (i, scale) in [18.0, 20.0, 70.0, 19.0, 65.0].enumerated() {
+            c.entries[1].perRound[i].p50 = Int64(Double(base[i]) * scale)
+        }
+        c.entries[1].record.latency.record(base[0] * 30, count: 100_000)
+        let p50 = try #require(c.differences[1].first { $0.metric == "p50" })
+        #expect((p50.spreadPercent ?? 0) > (p50.roundChangePercent ?? .infinity), "the spread in % of the reference is wider than the change")
+        #expect(p50.verdict == .regression)
+    }
+
     @Test func transportErrorsNeedNoSpread() {
         var c = ChartFixtures.comparison(rounds: 5)
         c.entries[1].record.counts.transportErrors = 4
