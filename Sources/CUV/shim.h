@@ -86,5 +86,11 @@ static inline int pb_parse_address(const char *host, int port, struct sockaddr_s
     if (uv_ip4_addr(host, port, (struct sockaddr_in *)out) == 0) return 0;
     return uv_ip6_addr(host, port, (struct sockaddr_in6 *)out);
 }
+// The port of an IPv4/IPv6 address (host order), 0 for other families.
+static inline int pb_sockaddr_port(const struct sockaddr_storage *s) {
+    if (s->ss_family == AF_INET) return ntohs(((const struct sockaddr_in *)s)->sin_port);
+    if (s->ss_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)s)->sin6_port);
+    return 0;
+}
 static inline const struct sockaddr *pb_sockaddr(const struct sockaddr_storage *s) { return (const struct sockaddr *)s; }
 #endif

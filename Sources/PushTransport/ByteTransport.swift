@@ -38,4 +38,6 @@ protocol ByteTransport: AnyObject {
     func startReading()
     /// Closes the transport; pending writes are cancelled; `transportDidClose(error)` is called now unless `notify` is false.
     func close(_ error: TransportError?, notify: Bool)
+    /// The peer's address for messages, e.g. `127.0.0.1:54321` (allocates: not for the request path).
+    func peerName() -> String
 }

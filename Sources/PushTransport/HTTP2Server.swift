@@ -1,7 +1,11 @@
 import CNGHTTP2
 import CUV
 
-/// An h2c (prior knowledge) HTTP/2 server on one `EventLoop`.
+/// An HTTP/2 server on one `EventLoop`: h2c (prior knowledge) on cleartext.
+///
+/// Each accepted connection's protocol is chosen before a session starts (`ProtocolSelection`): by
+/// ALPN after a TLS handshake, otherwise by the first bytes; on cleartext with HTTP/2 alone the
+/// session starts at once. A connection refused there is reported to the delegate with the reason.
 ///
 /// ```swift
 /// final class OK: HTTP2ServerDelegate {
@@ -19,6 +23,10 @@ public final class HTTP2Server {
     public weak var delegate: HTTP2ServerDelegate?
     private var listener: UnsafeMutablePointer<uv_tcp_t>?
     private var connections: [UInt64: HTTP2ServerConnection] = [:]
+    /// Accepted connections whose protocol is not chosen yet (TLS handshake, first bytes).
+    private var pending: [ObjectIdentifier: PendingServerConnection] = [:]
+    /// Where connections that chose HTTP/1.1 go; nil refuses them (HTTP/2 only).
+    var http1: ServerSessionStarter?
     private var nextID: UInt64 = 0
     private var shutdownDone: (() -> Void)?
     private var shuttingDown = false
@@ -32,6 +40,9 @@ public final class HTTP2Server {
     public private(set) var connectionsTotal: UInt64 = 0
     /// Connections open now.
     public var connectionsOpen: Int { connections.count }
+    /// Connections refused before a session started (no protocol this server speaks, a failed TLS
+    /// handshake, no preface in time).
+    public private(set) var connectionsRefused: UInt64 = 0
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced to new connections (see `updateSettings`).
     public private(set) var currentMaxConcurrentStreams: Int
 
@@ -46,6 +57,7 @@ public final class HTTP2Server {
 
     deinit {
         closeListener()
+        closePending()
         for c in connections.values {
             c.detached = true
             c.close()
@@ -96,10 +108,27 @@ public final class HTTP2Server {
     @discardableResult
     public func accept(_ transport: InMemoryTransport) -> HTTP2ServerConnection? { serve(transport) }
 
+    /// How this server chooses each connection's protocol.
+    var selection: ProtocolSelection { ProtocolSelection(servesHTTP1: http1 != nil) }
+
+    /// Starts serving an accepted transport: the HTTP/2 session at once when the protocol is known,
+    /// otherwise a pending connection that chooses it. Returns the session when it started now.
     @discardableResult
     private func serve(_ t: ByteTransport) -> HTTP2ServerConnection? {
-        nextID += 1
         connectionsTotal += 1
+        let isTLS = t is SecureTransport
+        if case .serve(.http2) = selection.atStart(tls: isTLS, alpn: nil) {
+            return startHTTP2(t, firstBytes: UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        let p = PendingServerConnection(server: self, transport: t, isTLS: isTLS)
+        pending[ObjectIdentifier(p)] = p
+        p.begin()
+        return nil
+    }
+
+    @discardableResult
+    private func startHTTP2(_ t: ByteTransport, firstBytes: UnsafeRawBufferPointer) -> HTTP2ServerConnection? {
+        nextID += 1
         let c = HTTP2ServerConnection(server: self, id: nextID, transport: t)
         connections[c.id] = c
         if !c.start() {
@@ -107,7 +136,38 @@ public final class HTTP2Server {
             return nil
         }
         delegate?.server(self, connectionDidOpen: c)
+        if firstBytes.count > 0 { c.transportDidRead(firstBytes) }
         return c
+    }
+
+    /// A pending connection chose `proto`: its session takes the transport and the bytes read so far.
+    func pendingDidChoose(_ p: PendingServerConnection, _ proto: ApplicationProtocol, firstBytes: UnsafeRawBufferPointer) {
+        pending.removeValue(forKey: ObjectIdentifier(p))
+        switch proto {
+        case .http2:
+            startHTTP2(p.transport, firstBytes: firstBytes)
+        case .http1:
+            guard let http1 else {
+                // ALPN and the first bytes choose HTTP/1.1 only when it is served.
+                preconditionFailure("HTTP/1.1 chosen without an HTTP/1.1 session")
+            }
+            http1.startSession(on: p.transport, firstBytes: firstBytes, tls: (p.transport as? SecureTransport)?.connectionInfo)
+        }
+    }
+
+    func pendingWasRefused(_ p: PendingServerConnection, reason: String) {
+        connectionsRefused += 1
+        delegate?.server(self, didRefuseConnectionFrom: p.transport.peerName(), reason: reason)
+    }
+
+    func pendingDidFinish(_ p: PendingServerConnection) {
+        pending.removeValue(forKey: ObjectIdentifier(p))
+    }
+
+    private func closePending() {
+        let all = pending.values
+        pending.removeAll()
+        for p in all { p.close() }
     }
 
     func connectionClosed(_ c: HTTP2ServerConnection, _ error: TransportError) {
@@ -136,6 +196,7 @@ public final class HTTP2Server {
     /// finish; `done` runs once every connection has closed.
     public func shutdownGracefully(_ done: (() -> Void)? = nil) {
         closeListener()
+        closePending()
         shuttingDown = true
         shutdownDone = done
         if connections.isEmpty {
@@ -149,6 +210,7 @@ public final class HTTP2Server {
     /// Abrupt close: stop accepting and close every connection now.
     public func close() {
         closeListener()
+        closePending()
         for c in Array(connections.values) { c.close() }
     }
 }

@@ -17,6 +17,9 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// Request bodies larger than this are reset with RST_STREAM(CANCEL): not REFUSED_STREAM, which would
     /// tell the client the request was not processed and may be retried.
     public var maxRequestBodySize: Int = 1 << 20
+    /// Bounds the time from accept to a chosen protocol (the TLS handshake, the first bytes when they
+    /// decide); a connection that takes longer is refused.
+    public var protocolSelectionTimeoutMilliseconds: UInt64 = 10_000
     /// Creates the defaults.
     public init() {}
 }

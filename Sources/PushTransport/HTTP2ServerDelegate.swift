@@ -12,6 +12,9 @@ public protocol HTTP2ServerDelegate: AnyObject {
     func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, didReceiveGoAway goAway: HTTP2GoAway)
     /// A stream closed before it was answered (client reset, connection loss); `respond` to it now returns false.
     func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, streamDidClose streamID: Int32, errorCode: UInt32)
+    /// A connection was refused before any session started; `reason` says why (e.g. `it offers only
+    /// http/1.1 (ALPN); this server speaks h2`, `TLS handshake: …`), `peer` is its address.
+    func server(_ server: HTTP2Server, didRefuseConnectionFrom peer: String, reason: String)
 }
 
 extension HTTP2ServerDelegate {
@@ -25,4 +28,6 @@ extension HTTP2ServerDelegate {
     public func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, didReceiveGoAway goAway: HTTP2GoAway) {}
     /// Default: ignore.
     public func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, streamDidClose streamID: Int32, errorCode: UInt32) {}
+    /// Default: ignore.
+    public func server(_ server: HTTP2Server, didRefuseConnectionFrom peer: String, reason: String) {}
 }

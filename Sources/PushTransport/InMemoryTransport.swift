@@ -109,6 +109,8 @@ public final class InMemoryTransport: ByteTransport {
         return .pending
     }
 
+    func peerName() -> String { "in-memory peer" }
+
     func close(_ error: TransportError?, notify: Bool) {
         if closed { return }
         closed = true

@@ -154,6 +154,22 @@ final class TCPTransport: ByteTransport {
         }
     }
 
+    func peerName() -> String {
+        if closing { return "closed connection" }
+        var addr = sockaddr_storage()
+        var len = Int32(MemoryLayout<sockaddr_storage>.size)
+        var name = [CChar](repeating: 0, count: 64)
+        let ok = withUnsafeMutablePointer(to: &addr) { p -> Bool in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                uv_tcp_getpeername(&block.pointee.tcp, sa, &len) == 0 && uv_ip_name(sa, &name, name.count) == 0
+            }
+        }
+        guard ok else { return "unknown peer" }
+        let host = String(cString: name)
+        let port = Int(pb_sockaddr_port(&addr))
+        return addr.ss_family == sa_family_t(AF_INET6) ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
     func close(_ error: TransportError?, notify: Bool) {
         if closing { return }
         closing = true
