@@ -54,13 +54,7 @@ struct ProtocolSelection: Equatable {
     /// no_application_protocol alert, RFC 7301 §3.2). HTTP/2 is preferred.
     func alpnSelect(offered: UnsafeRawBufferPointer) -> ApplicationProtocol? {
         var h2 = false, h1 = false
-        var i = 0
-        while i < offered.count {
-            let len = Int(offered[i])
-            let start = i + 1
-            i = start + len
-            if i > offered.count { break }
-            let name = UnsafeRawBufferPointer(rebasing: offered[start..<i])
+        Self.forEachName(offered) { name in
             if name.elementsEqual("h2".utf8) { h2 = true }
             if name.elementsEqual("http/1.1".utf8) { h1 = true }
         }
@@ -72,17 +66,21 @@ struct ProtocolSelection: Equatable {
     /// Why an ALPN offer was refused, e.g. `it offers only http/1.1 (ALPN); this server speaks h2`.
     func alpnRefusal(offered: UnsafeRawBufferPointer) -> String {
         var names: [String] = []
-        var i = 0
-        while i < offered.count {
-            let len = Int(offered[i])
-            let start = i + 1
-            i = start + len
-            if i > offered.count { break }
-            names.append(String(decoding: offered[start..<i], as: UTF8.self))
-        }
+        Self.forEachName(offered) { names.append(String(decoding: $0, as: UTF8.self)) }
         let served = servesHTTP1 ? "h2 and http/1.1" : "h2"
         let offer = names.isEmpty ? "an empty list" : (names.count == 1 ? "only " : "") + names.joined(separator: ", ")
         return "it offers \(offer) (ALPN); this server speaks \(served)"
+    }
+
+    /// Calls `body` with each name of an ALPN list (length-prefixed names); a truncated last name is ignored.
+    static func forEachName(_ list: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        var i = 0
+        while i < list.count {
+            let start = i + 1
+            i = start + Int(list[i])
+            if i > list.count { return }
+            body(UnsafeRawBufferPointer(rebasing: list[start..<i]))
+        }
     }
 
     /// A request line's start: an uppercase method token and a space (`POST /3/device/…`).
