@@ -78,8 +78,9 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
         var opt: OpaquePointer?
         nghttp2_option_new(&opt)
         defer { nghttp2_option_del(opt) }
-        // Closed streams are kept only for the priority tree, which we do not use: less work per stream.
-        nghttp2_option_set_no_closed_streams(opt, 1)
+        // Closed-stream records stay on (nghttp2's default): a server keeps up to SETTINGS_MAX_CONCURRENT_STREAMS
+        // of them, oldest dropped first, and needs them to answer DATA or HEADERS on a stream the peer already
+        // closed with STREAM_CLOSED (RFC 9113 §5.1) instead of ignoring it. A client keeps none either way.
         var mem = memory.table
         var s: OpaquePointer?
         let r = asServer ? nghttp2_session_server_new3(&s, cbs, userData, opt, &mem)

@@ -96,17 +96,19 @@ func which(_ name: String) -> String? {
 }
 
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-/// Path of the probe script. It is named by a hash of its text rather than the process id, so
-/// every test run reuses one file instead of leaving a new one in the temporary folder.
-let probeScript: String = {
+/// Writes a test script to the temporary folder and returns its path. It is named by a hash of its
+/// text rather than the process id, so every test run reuses one file instead of leaving a new one.
+func temporaryScript(_ name: String, _ source: String) -> String {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in probeSource.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-    let path = NSTemporaryDirectory() + "pushbench-h2probe-\(String(hash, radix: 16)).py"
-    if (try? String(contentsOfFile: path, encoding: .utf8)) != probeSource {
-        try! probeSource.write(toFile: path, atomically: true, encoding: .utf8)
+    for byte in source.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    let path = NSTemporaryDirectory() + "pushbench-\(name)-\(String(hash, radix: 16)).py"
+    if (try? String(contentsOfFile: path, encoding: .utf8)) != source {
+        try! source.write(toFile: path, atomically: true, encoding: .utf8)
     }
     return path
-}()
+}
+/// Path of the probe script.
+let probeScript = temporaryScript("h2probe", probeSource)
 let validToken = String(repeating: "ab", count: 32)
 
 /// One stream as the probe saw it.
