@@ -119,38 +119,25 @@ private let streamClosed = NGHTTP2_STREAM_CLOSED.rawValue
         return s
     }
 
-    @Test(arguments: ["DATA", "HEADERS"])
-    func lateFrameOnAHalfClosedRemoteStreamIsStreamClosed(frame: String) throws {
+    /// The stream is half-closed (remote) (its request ended, the answer waits), closed by the client's
+    /// RST_STREAM, or closed by the answer's END_STREAM; then a DATA or HEADERS frame arrives on it.
+    @Test(arguments: ["half-closed", "reset", "answered"], ["DATA", "HEADERS"])
+    func lateFrameOnAStreamTheClientClosedIsStreamClosed(state: String, frame: String) throws {
         let loop = try EventLoop()
-        let s = try server(loop, deferring: true)
+        let s = try server(loop, deferring: state != "answered")
         let peer = RawPeer(loop: loop, server: s.server)
-        peer.headers(1, endStream: true)
-        #expect(loop.run(until: { s.deferred.count == 1 }, timeoutNanoseconds: 10 * seconds))
-        if frame == "DATA" { peer.data(1, endStream: true) } else { peer.headers(1, endStream: true) }
-        let answer = peer.waitForStreamError(on: 1)
-        #expect(answer?.errorCode == streamClosed, "\(String(describing: answer))")
-    }
-
-    @Test(arguments: ["DATA", "HEADERS"])
-    func lateFrameAfterTheClientResetIsStreamClosed(frame: String) throws {
-        let loop = try EventLoop()
-        let s = try server(loop, deferring: true)
-        let peer = RawPeer(loop: loop, server: s.server)
-        peer.headers(1, endStream: false)
-        peer.reset(1)
-        #expect(loop.run(until: { s.closedStreams == 1 }, timeoutNanoseconds: 10 * seconds))
-        if frame == "DATA" { peer.data(1, endStream: true) } else { peer.headers(1, endStream: true) }
-        let answer = peer.waitForStreamError(on: 1)
-        #expect(answer?.errorCode == streamClosed, "\(String(describing: answer))")
-    }
-
-    @Test(arguments: ["DATA", "HEADERS"])
-    func lateFrameAfterTheResponseEndedTheStreamIsStreamClosed(frame: String) throws {
-        let loop = try EventLoop()
-        let s = try server(loop, deferring: false)
-        let peer = RawPeer(loop: loop, server: s.server)
-        peer.headers(1, endStream: true)
-        #expect(peer.waitFor { $0.stream == 1 && $0.flags & 0x1 != 0 } != nil, "the response ends the stream")
+        switch state {
+        case "half-closed":
+            peer.headers(1, endStream: true)
+            #expect(loop.run(until: { s.deferred.count == 1 }, timeoutNanoseconds: 10 * seconds))
+        case "reset":
+            peer.headers(1, endStream: false)
+            peer.reset(1)
+            #expect(loop.run(until: { s.closedStreams == 1 }, timeoutNanoseconds: 10 * seconds))
+        default:
+            peer.headers(1, endStream: true)
+            #expect(peer.waitFor { $0.stream == 1 && $0.flags & 0x1 != 0 } != nil, "the response ends the stream")
+        }
         if frame == "DATA" { peer.data(1, endStream: true) } else { peer.headers(1, endStream: true) }
         let answer = peer.waitForStreamError(on: 1)
         #expect(answer?.errorCode == streamClosed, "\(String(describing: answer))")
