@@ -34,8 +34,12 @@ let package = Package(
         .target(name: "PushPayload", dependencies: ["PushVocabulary"], swiftSettings: hotPath),
         .target(name: "PushMetrics", dependencies: ["CZlib", "PushVocabulary"], swiftSettings: hotPath),
         .target(name: "PushTransport", dependencies: ["CUV", "CNGHTTP2"], swiftSettings: hotPath),
-        .target(name: "MockGateway", dependencies: ["PushTransport", "PushPayload", "PushVocabulary", "CommandLineOptions"], swiftSettings: hotPath),
-        .target(name: "LoadGenerator", dependencies: ["PushTransport", "PushPayload", "PushMetrics", "MockGateway", "PushVocabulary"],
+        // Keys, provider tokens (ES256 JWTs) and test certificates, through OpenSSL: for the gateway's
+        // authentication, the sender's tokens and `pushbench credentials`.
+        .target(name: "PushCredentials", dependencies: ["COpenSSL", "PushVocabulary"]),
+        .target(name: "MockGateway", dependencies: ["PushTransport", "PushPayload", "PushVocabulary", "CommandLineOptions", "PushCredentials"],
+                swiftSettings: hotPath),
+        .target(name: "LoadGenerator", dependencies: ["PushTransport", "PushPayload", "PushMetrics", "MockGateway", "PushVocabulary", "PushCredentials"],
                 swiftSettings: hotPath),
         .target(name: "PushbenchCLI", dependencies: ["CommandLineOptions", "LoadGenerator", "MockGateway", "PushMetrics", "PushPayload", "PushTransport",
                                                      "PushVocabulary"]),
@@ -58,6 +62,7 @@ let package = Package(
         .target(name: "AllocationTesting", dependencies: ["CAllocCounter"], path: "Tests/Support/AllocationTesting"),
 
         .testTarget(name: "PushVocabularyTests", dependencies: ["PushVocabulary", "AllocationTesting"]),
+        .testTarget(name: "PushCredentialsTests", dependencies: ["PushCredentials"]),
         .testTarget(name: "PushPayloadTests", dependencies: ["PushPayload", "PushVocabulary", "AllocationTesting"]),
         .testTarget(name: "PushMetricsTests", dependencies: ["PushMetrics", "CAllocCounter"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "CAllocCounter"]),
