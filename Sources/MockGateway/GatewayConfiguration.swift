@@ -50,6 +50,8 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var scenarioFile: String?
     /// The FCM route's behaviours and token churn (FCM/FCMConfiguration.swift).
     public var fcm = FCMConfiguration()
+    /// APNs authentication: provider tokens or client certificates (Auth/APNsAuthConfiguration.swift).
+    public var auth = APNsAuthConfiguration()
 
     /// The defaults: 127.0.0.1:8080, one loop, no behaviour.
     public init() {}
@@ -82,6 +84,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
             throw GatewayConfigurationError("failure fractions add up to \(total), more than 1")
         }
         try fcm.validate()
+        try auth.validate()
     }
 
     /// Whether `token` (hex) is one of the tokens this configuration answers 410 Unregistered.

@@ -24,7 +24,10 @@ final class GatewayLoop: HTTP2ServerDelegate {
     /// reset by the transport (CANCEL), since it must be buffered whole before the gateway sees it.
     static let maxRequestBody = 8 << 20
     let loop: EventLoop
-    var server: HTTP2Server!
+    var server: HTTP2Server! {
+        // New connections start with the state machine's stream limit (1 with provider tokens, as APNs).
+        didSet { server?.updateSettings(maxConcurrentStreams: Int(machine.initialMaxConcurrentStreams)) }
+    }
     var machine: GatewayStateMachine
     let allCounters: [GatewayCounters]
     private var connections: [UInt64: ConnectionEntry] = [:]

@@ -1,4 +1,5 @@
 import CommandLineOptions
+import PushCredentials
 import PushVocabulary
 
 /// A bad gateway option or scenario file: one line naming the option (or the file and field) and why,
@@ -94,6 +95,34 @@ extension GatewayConfiguration {
             .flag("--topic-optional", \.requireTopic, setting: false,
                   help: "accept a request without apns-topic (as with a single-topic certificate)"),
 
+            .value("--apns-auth", "off|token|cert", \.auth.requestedMode,
+                   group: "APNs authentication (off unless given; docs/gateway.md):",
+                   help: "provider tokens (token: implied by --apns-key), TLS client certificates (cert: implied by --client-ca), or none (off)") {
+                text, name throws(UsageError) in try ValueParser.choice(text, option: name, APNsAuthMode.allCases)
+            },
+            Option("--apns-key", "KEYID=FILE", repeats: true,
+                   help: "a key provider tokens may be signed with: its key id and its .p8 file (or a public-key PEM); repeatable") {
+                (config, value) throws(UsageError) in config.auth.keys.append(try providerKey(value, "--apns-key"))
+            },
+            .value("--apns-team", "TEAMID", \.auth.teamID, help: "the team id every provider token's iss must name") {
+                text, name throws(UsageError) in try credentialID(text, name, what: "a team id")
+            },
+            .value("--apns-token-interval", "T", \.auth.tokenUpdateIntervalNanos, default: "20m",
+                   help: "a connection may change its provider token once per T; more often is answered 429 TooManyProviderTokenUpdates") {
+                text, name throws(UsageError) in UInt64((try ValueParser.duration(text, option: name) * 1e9).rounded())
+            },
+            Option("--client-ca", "FILE", help: "PEM file of the CAs a client certificate must chain to (--apns-auth cert; needs TLS)") {
+                (config, path) throws(UsageError) in
+                do throws(CredentialError) { config.auth.clientVerifier = try ClientCertificateVerifier(caFile: path) } catch {
+                    throw UsageError("--client-ca: \(error.message)")
+                }
+                config.auth.clientCAFile = path
+            },
+            .value("--apns-environment", "ENV", \.auth.environment, default: "production",
+                   help: "production or development: the APNs environment played; a certificate issued only for the other one is answered 403 BadCertificateEnvironment") {
+                text, name throws(UsageError) in try ValueParser.choice(text, option: name, APNsEnvironment.allCases)
+            },
+
             Option("--topic-subscribers", "NAME=N", repeats: true, default: "1000",
                    group: "FCM (POST /v1/projects/<id>/messages:send; the behaviours above apply with FCM's codes):",
                    help: "devices a topic send fans out to (repeatable); a bare N (or *=N) sets every other topic") {
@@ -154,6 +183,26 @@ extension GatewayConfiguration {
         let keyName = String(value[..<eq])
         guard let found = lookup(keyName) else { throw UsageError("\(name): '\(keyName)' is not \(unknown)") }
         return (found, try fraction(String(value[value.index(after: eq)...]), name))
+    }
+
+    /// `KEYID=FILE`: a provider key read from FILE now, so a bad file stops the start (exit 2).
+    static func providerKey(_ value: String, _ name: String) throws(UsageError) -> APNsProviderKey {
+        guard let eq = value.firstIndex(of: "=") else { throw UsageError("\(name): '\(value)' is not KEYID=FILE (e.g. ABC123DEFG=AuthKey_ABC123DEFG.p8)") }
+        let id = try credentialID(String(value[..<eq]), name, what: "a key id")
+        let path = String(value[value.index(after: eq)...])
+        guard !path.isEmpty else { throw UsageError("\(name): '\(value)' names no file") }
+        do throws(CredentialError) { return try APNsProviderKey(keyID: id, path: path) } catch {
+            throw UsageError("\(name): \(error.message)")
+        }
+    }
+
+    /// A key or team id: letters, digits, '.', '-' and '_' (Apple's are 10 capitals and digits).
+    public static func credentialID(_ text: String, _ name: String, what: String) throws(UsageError) -> String {
+        guard !text.isEmpty, text.utf8.count <= 64,
+              text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2E || $0 == 0x2D || $0 == 0x5F }) else {
+            throw UsageError("\(name): '\(text)' is not \(what) (letters, digits, '.', '-', '_'; Apple's are 10 characters like ABC123DEFG)")
+        }
+        return text
     }
 
     /// `HOST:PORT` or `[IPv6]:PORT`; port 0 picks a free one.

@@ -1,3 +1,4 @@
+import PushCredentials
 import PushPayload
 import PushVocabulary
 
@@ -52,6 +53,12 @@ public struct GatewayConnectionState: Sendable {
     public var goawayDecided = false
     /// Monotonic time (ns) at which a timed GOAWAY is due, if that behaviour is on.
     public var goawayDeadline: UInt64?
+    /// The connection's provider tokens (`--apns-auth token`).
+    public var tokens: ProviderTokenConnectionState?
+    /// The connection's client certificate (`--apns-auth cert`).
+    public var certificate: ClientCertificateIdentity?
+    /// Whether the stream limit is still 1 because no valid provider token has come yet.
+    public var awaitingFirstToken = false
 }
 
 /// The APNs provider API as a state machine: takes a parsed request and the time, returns an action.
@@ -61,7 +68,8 @@ public struct GatewayConnectionState: Sendable {
 ///
 /// Validation follows Pushy's mock (push-protocols.md §1.6): duplicate headers → apns-id → method →
 /// topic → collapse id → expiration → priority → push type → path and token → unregistered token →
-/// empty payload → size → JSON object; then the behaviours (rate limit, injected failures, latency).
+/// authentication → empty payload → size → JSON object; then the behaviours (rate limit, injected
+/// failures, latency).
 ///
 /// ```swift
 /// var machine = GatewayStateMachine(configuration: config, counters: counters)
@@ -78,6 +86,7 @@ public struct GatewayStateMachine {
     private let clock: GatewayClock
     private let failureTotal: Double
     private let latencyOn: Bool
+    private let tokenAuth: ProviderTokenAuthenticator?
     /// The FCM route (`/v1/projects/…`) and token churn, see FCM/FCMEngine.swift.
     var fcm: FCMEngine
 
@@ -93,16 +102,35 @@ public struct GatewayStateMachine {
         self.clock = clock
         failureTotal = configuration.failures.reduce(0) { $0 + $1.fraction }
         latencyOn = configuration.latency != .none
+        tokenAuth = configuration.auth.mode == .token ? ProviderTokenAuthenticator(configuration.auth) : nil
         fcm = FCMEngine(configuration: configuration, loopIndex: loopIndex, counters: counters.fcm,
                         wallClockMillis: clock.wallMillis)
     }
 
-    /// A new connection: counts it and returns its state.
-    public func connectionOpened(now: UInt64) -> GatewayConnectionState {
+    /// A new connection: counts it and returns its state. `certificate` is the client certificate the
+    /// TLS handshake received (and `chain` the intermediates with it); it matters with `--apns-auth cert`.
+    public func connectionOpened(now: UInt64, certificate: X509Certificate? = nil,
+                                 chain: [X509Certificate] = []) -> GatewayConnectionState {
         counters.connectionOpened()
         var state = GatewayConnectionState(advertisedMaxStreams: configuration.maxConcurrentStreams)
         if let s = configuration.goawayAfterSeconds { state.goawayDeadline = now &+ UInt64(s * 1e9) }
+        switch configuration.auth.mode {
+        case .off: break
+        case .token:
+            state.tokens = tokenAuth!.newConnection()
+            // As APNs: one stream until a request with a valid provider token has come.
+            state.advertisedMaxStreams = 1
+            state.awaitingFirstToken = true
+        case .cert:
+            state.certificate = ClientCertificateIdentity.evaluate(certificate, chain: chain, configuration: configuration.auth)
+        }
         return state
+    }
+
+    /// SETTINGS_MAX_CONCURRENT_STREAMS a new connection starts with: 1 with provider tokens, until the
+    /// first valid one (as APNs); otherwise `--max-streams`.
+    public var initialMaxConcurrentStreams: UInt32 {
+        configuration.auth.mode == .token ? 1 : configuration.maxConcurrentStreams
     }
 
     /// A connection closed.
@@ -140,7 +168,7 @@ public struct GatewayStateMachine {
             let answer = fcm.decide(request, random: &random, now: now)
             response.status = answer.status
             response.fcm = answer
-        } else if let reason = validate(request) {
+        } else if let reason = validate(request, connection: &connection, now: now) {
             response.status = reason.status
             response.reason = reason
             if reason == .unregistered {
@@ -171,6 +199,11 @@ public struct GatewayStateMachine {
         }
         counters.countResponse(status: response.status, reasonCode: response.reason?.code)
 
+        if connection.awaitingFirstToken, connection.tokens?.hasValidToken == true {
+            connection.awaitingFirstToken = false
+            connection.advertisedMaxStreams = configuration.maxConcurrentStreams
+            response.maxConcurrentStreams = configuration.maxConcurrentStreams
+        }
         if configuration.dropStreamsOnError {
             if response.status != 200, connection.advertisedMaxStreams != 1 {
                 connection.advertisedMaxStreams = 1
@@ -215,23 +248,40 @@ public struct GatewayStateMachine {
 
     /// The first reason `request` is invalid for, in Pushy's order, or nil when it is valid.
     @inline(__always)
-    private func validate(_ request: borrowing GatewayRequest) -> APNsReason? {
-        Self.validateAPNs(request, configuration: configuration, checkPath: true)
+    private func validate(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState, now: UInt64) -> APNsReason? {
+        let authorization = request.authorization
+        return Self.validateAPNs(request, configuration: configuration, checkPath: true,
+                                 topicFromCertificate: connection.certificate?.topic != nil) {
+            authenticate(authorization, &connection, now: now)
+        }
+    }
+
+    /// The authentication step: the connection's certificate verdict, or its provider token's.
+    @inline(__always)
+    private func authenticate(_ authorization: UnsafeRawBufferPointer?, _ connection: inout GatewayConnectionState,
+                              now: UInt64) -> APNsReason? {
+        if let certificate = connection.certificate { return certificate.problem }
+        guard let tokenAuth else { return nil }
+        return tokenAuth.check(authorization, &connection.tokens!, now: now,
+                               wallSeconds: clock.wallMillis(at: now) / 1000)
     }
 
     /// APNs' checks of `request` under `configuration`; with `checkPath` false the path, token and
     /// unregistered-token checks are skipped (the FCM route checks the APNs request it builds this way); with
     /// `checkJSON` false the body is not parsed again (the FCM route writes a JSON object by construction).
+    /// `authenticate` runs between the path and token checks and the payload checks, as APNs orders
+    /// them; `topicFromCertificate` says a missing `apns-topic` is the client certificate's.
     @inline(__always)
     static func validateAPNs(_ request: borrowing GatewayRequest, configuration: GatewayConfiguration,
-                             checkPath: Bool, checkJSON: Bool = true) -> APNsReason? {
+                             checkPath: Bool, checkJSON: Bool = true, topicFromCertificate: Bool = false,
+                             authenticate: () -> APNsReason? = { nil }) -> APNsReason? {
         if request.hasDuplicateHeader { return .duplicateHeaders }
         if let id = request.apnsID, APNsID(validating: id) == nil { return .badMessageId }
         guard let method = request.method, equals(method, "POST") else { return .methodNotAllowed }
         if let topic = request.topic {
             if topic.isEmpty { return .badTopic }
             for c in topic where c <= 0x20 || c >= 0x7F { return .badTopic }
-        } else if configuration.requireTopic {
+        } else if configuration.requireTopic && !topicFromCertificate {
             return .missingTopic
         }
         if let collapse = request.collapseID, collapse.count > 64 { return .badCollapseId }
@@ -254,6 +304,7 @@ public struct GatewayStateMachine {
             guard configuration.tokenLength.contains(token.count), token.count & 1 == 0, isHex(token) else { return .badDeviceToken }
             if configuration.unregisteredFraction > 0, configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
         }
+        if let reason = authenticate() { return reason }
         let body = request.body
         if body.isEmpty { return .payloadEmpty }
         if body.count > PayloadLimits.apns(isVoIP ? .voip : .alert) { return .payloadTooLarge }

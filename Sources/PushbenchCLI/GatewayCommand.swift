@@ -28,6 +28,7 @@ public struct GatewayCommand: PushbenchCommand {
         do {
             let final = try EmbeddedGateway.runUntilSignalled(configuration) { address in
                 printOut("pushbench gateway: listening on \(address) (h2c, prior knowledge); GET /stats for counts")
+                if let auth = configuration.auth.summary { printOut("pushbench gateway: authentication: \(auth)") }
             }
             printOut(final.json)
             return 0
