@@ -11,7 +11,7 @@ import Testing
     static let layers: [String: Int] = [
         "CUV": 0, "CNGHTTP2": 0, "CZlib": 0, "COpenSSL": 0, "CHTTPParser": 0,
         "PushVocabulary": 1,
-        "CommandLineOptions": 2, "PushPayload": 2, "PushMetrics": 2, "PushTransport": 2,
+        "CommandLineOptions": 2, "PushPayload": 2, "PushMetrics": 2, "PushTransport": 2, "PushCredentials": 2,
         "MockGateway": 3,
         "LoadGenerator": 4,
         "PushbenchCLI": 5,
