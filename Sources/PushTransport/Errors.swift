@@ -1,4 +1,5 @@
 import CNGHTTP2
+import COpenSSL
 import CUV
 
 /// A failure of the socket or HTTP/2 layer, reported to delegates (never thrown on the request path).
@@ -17,6 +18,11 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         case closedLocally
         /// A syscall outside libuv failed (`code` is errno).
         case errno
+        /// The TLS layer failed: a handshake the peer refused or broke, a bad record (`code` is
+        /// OpenSSL's packed error, 0 when the peer closed during the handshake).
+        case tls
+        /// The peer's certificate did not verify (`code` is OpenSSL's X509_V_ERR_* value).
+        case certificate
     }
 
     /// The kind of failure.
@@ -63,6 +69,12 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         case .errno: return String(cString: strerror(code))
         case .connectTimeout: return "timed out"
         case .closedLocally: return "closed locally"
+        case .tls:
+            if code == 0 { return "the peer closed the connection during the TLS handshake" }
+            if code < 0 { return "TLS error \(-code)" }
+            return TLSErrors.reason(UInt(UInt32(bitPattern: code)))
+        case .certificate:
+            return "certificate verify failed: \(String(cString: X509_verify_cert_error_string(Int(code))))"
         }
     }
 

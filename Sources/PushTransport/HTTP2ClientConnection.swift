@@ -29,6 +29,9 @@ public final class HTTP2ClientConnection: HTTP2Session {
     private var connectFailed = false
     /// The peer's settings now in force (defaults until the first SETTINGS arrives).
     public private(set) var peerSettings: HTTP2Settings
+    /// What the TLS handshake settled (version, cipher, ALPN, the server's certificate, the time it
+    /// took); nil on cleartext and until the handshake is done.
+    public private(set) var tls: TLSConnectionInfo?
 
     /// Creates an unconnected client on `loop`.
     public init(loop: EventLoop, configuration: HTTP2ClientConfiguration = HTTP2ClientConfiguration(),
@@ -54,6 +57,34 @@ public final class HTTP2ClientConnection: HTTP2Session {
         let t = TCPTransport(loop: loop)
         attach(t)
         t.connect(host: host, port: port)
+    }
+
+    /// Starts connecting over TLS to a numeric address: TCP, the TLS handshake (the certificate checked
+    /// against `context`'s trust for `serverName`, default `host`; a DNS name is also sent as SNI),
+    /// then HTTP/2. A certificate that does not verify is a `didFailToConnect` with a `.certificate`
+    /// error, before any request. Fails at once (`didFailToConnect`) if TLS cannot start.
+    public func connect(host: String, port: Int, tls context: TLSClientContext, serverName: String? = nil) {
+        let tcp = TCPTransport(loop: loop)
+        do throws(TLSError) {
+            let t = try TLSTransport(client: context, serverName: serverName ?? host, over: tcp, loop: loop)
+            attach(t)
+            tcp.connect(host: host, port: port)
+        } catch {
+            tcp.close(nil, notify: false)
+            failConnect(TransportError(kind: .tls, code: -1, function: "SSL_new"))
+        }
+    }
+
+    /// `connect(over:)` with TLS: the handshake runs over the in-memory pair (whose other end a server
+    /// with a `TLSServerContext` accepted).
+    public func connect(over transport: InMemoryTransport, tls context: TLSClientContext, serverName: String) {
+        do throws(TLSError) {
+            let t = try TLSTransport(client: context, serverName: serverName, over: transport, loop: loop)
+            attach(t)
+            t.transportDidConnect()
+        } catch {
+            failConnect(TransportError(kind: .tls, code: -1, function: "SSL_new"))
+        }
     }
 
     /// Starts the HTTP/2 connection over `transport`, one end of an in-memory pair whose other end a
@@ -96,6 +127,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
     }
 
     override func transportDidConnect() {
+        tls = (transport as? SecureTransport)?.connectionInfo
         let r = startSession(asServer: false,
                              settings: LocalSettings(initialWindowSize: configuration.initialWindowSize, enablePush: false),
                              connectionWindowSize: configuration.connectionWindowSize,

@@ -1,7 +1,8 @@
 import CNGHTTP2
 import CUV
 
-/// An HTTP/2 server on one `EventLoop`: h2c (prior knowledge) on cleartext.
+/// An HTTP/2 server on one `EventLoop`: h2c (prior knowledge) on cleartext, HTTP/2 over TLS when the
+/// configuration has a `TLSServerContext`.
 ///
 /// Each accepted connection's protocol is chosen before a session starts (`ProtocolSelection`): by
 /// ALPN after a TLS handshake, otherwise by the first bytes; on cleartext with HTTP/2 alone the
@@ -102,9 +103,23 @@ public final class HTTP2Server {
         serve(t)
     }
 
+    /// `t` itself on cleartext, or `t` under a server-side TLS layer; nil when TLS could not start.
+    private func secured(_ t: ByteTransport) -> ByteTransport? {
+        guard let tls = configuration.tls else { return t }
+        do throws(TLSError) {
+            return try TLSTransport(server: tls, over: t, loop: loop, servesHTTP1: http1 != nil)
+        } catch {
+            connectionsRefused += 1
+            delegate?.server(self, didRefuseConnectionFrom: t.peerName(), reason: "TLS: \(error.message)")
+            t.close(nil, notify: false)
+            return nil
+        }
+    }
+
     /// Serves `transport`, one end of an in-memory pair, as a connection accepted like any other
-    /// (the other end goes to `HTTP2ClientConnection.connect(over:)` or is driven by hand).
-    /// Returns the connection, or nil when its session could not start.
+    /// (the other end goes to `HTTP2ClientConnection.connect(over:)` or is driven by hand), over TLS
+    /// when the configuration has it. Returns the connection, or nil when its session did not start
+    /// now (it could not, or its protocol is chosen later: TLS, first bytes).
     @discardableResult
     public func accept(_ transport: InMemoryTransport) -> HTTP2ServerConnection? { serve(transport) }
 
@@ -114,8 +129,9 @@ public final class HTTP2Server {
     /// Starts serving an accepted transport: the HTTP/2 session at once when the protocol is known,
     /// otherwise a pending connection that chooses it. Returns the session when it started now.
     @discardableResult
-    private func serve(_ t: ByteTransport) -> HTTP2ServerConnection? {
+    private func serve(_ plain: ByteTransport) -> HTTP2ServerConnection? {
         connectionsTotal += 1
+        guard let t = secured(plain) else { return nil }
         let isTLS = t is SecureTransport
         if case .serve(.http2) = selection.atStart(tls: isTLS, alpn: nil) {
             return startHTTP2(t, firstBytes: UnsafeRawBufferPointer(start: nil, count: 0))

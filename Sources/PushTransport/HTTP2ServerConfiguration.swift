@@ -20,6 +20,8 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// Bounds the time from accept to a chosen protocol (the TLS handshake, the first bytes when they
     /// decide); a connection that takes longer is refused.
     public var protocolSelectionTimeoutMilliseconds: UInt64 = 10_000
+    /// TLS for every connection (listened or accepted in memory); nil serves cleartext (h2c).
+    public var tls: TLSServerContext?
     /// Creates the defaults.
     public init() {}
 }

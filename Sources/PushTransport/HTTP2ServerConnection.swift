@@ -18,12 +18,16 @@ public final class HTTP2ServerConnection: HTTP2Session {
     private var headerStreamID: Int32 = 0
     private let maxRequestBodySize: Int
     private var peerSettingsSeen = false
+    /// What the TLS handshake settled (version, cipher, ALPN, SNI, the client's certificate and whether
+    /// it verified); nil on cleartext.
+    public let tls: TLSConnectionInfo?
 
     init(server: HTTP2Server, id: UInt64, transport: ByteTransport) {
         self.owner = server
         self.id = id
         let c = server.configuration
         maxRequestBodySize = c.maxRequestBodySize
+        tls = (transport as? SecureTransport)?.connectionInfo
         slots = StreamSlotPool(streams: c.maxConcurrentStreams)
         super.init(loop: server.loop, stagingCapacity: c.stagingCapacity, iovCapacity: c.iovCapacity)
         self.transport = transport

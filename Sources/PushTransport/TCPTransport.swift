@@ -165,7 +165,7 @@ final class TCPTransport: ByteTransport {
             }
         }
         guard ok else { return "unknown peer" }
-        let host = String(cString: name)
+        let host = name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         let port = Int(pb_sockaddr_port(&addr))
         return addr.ss_family == sa_family_t(AF_INET6) ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
