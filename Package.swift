@@ -25,7 +25,7 @@ let package = Package(
         // libhttp-parser ships no pkg-config file; the module map links it by name.
         .systemLibrary(name: "CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
         // malloc interposer with thread-local counters; linked by tests and benchmarks only, never by pushbench.
-        .target(name: "CAllocCounter"),
+        .target(name: "CAllocCounter", linkerSettings: [.linkedLibrary("crypto")]),
 
         // The shared vocabulary: protocol names, the JSON core, the quantity parsers, the version. A leaf.
         .target(name: "PushVocabulary", swiftSettings: hotPath),

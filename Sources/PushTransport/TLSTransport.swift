@@ -208,6 +208,7 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
     static let directWriteMinimum = 4096
 
     private func sslWrite(_ p: UnsafeRawPointer, _ n: Int) -> Bool {
+        buffers.sslWrites &+= 1
         var off = 0
         while off < n {
             let r = SSL_write(ssl, p + off, Int32(min(n - off, Int(Int32.max))))
@@ -513,6 +514,8 @@ final class TLSLoopBuffers {
     let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// Small iovecs gathered into one record's worth before `SSL_write`.
     let gather = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
+    /// `SSL_write` calls of the loop's connections (a test relates OpenSSL's allocations to them).
+    var sslWrites = 0
     deinit {
         plaintext.deallocate()
         gather.deallocate()

@@ -14,4 +14,8 @@ uint64_t pb_alloc_bytes(void);
 void pb_alloc_reset(void);
 /// Nonzero when the interposer is active in this process (it is whenever this target is linked).
 int pb_alloc_counter_active(void);
+/// OpenSSL's allocations made by this thread so far (also included in pb_alloc_count).
+uint64_t pb_openssl_alloc_count(void);
+/// Nonzero when OpenSSL's allocations are counted (its memory functions were set before it allocated).
+int pb_openssl_alloc_counter_active(void);
 #endif
