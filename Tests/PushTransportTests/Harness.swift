@@ -40,6 +40,8 @@ final class TestServer: HTTP2ServerDelegate {
             _ = c.respond(to: id, status: 200, body: b) { h in
                 h.add("content-type", "application/json")
                 h.add("x-body-length", String(bodyLength))
+                if let sni = c.tls?.serverName { h.add("x-sni", sni) }
+                if let v = c.tls?.version { h.add("x-tls-version", v) }
             }
         }
     }

@@ -64,7 +64,8 @@ struct MissingPeer: Error, CustomStringConvertible {
         private let handle: EventLoopHandle
         private let done = DispatchSemaphore(value: 0)
 
-        init() throws {
+        /// A server on a free loopback port, over TLS when `tls` is given.
+        init(tls: TLSServerContext? = nil) throws {
             let ready = DispatchSemaphore(value: 0)
             let info = Mutex<(Int, EventLoopHandle?)>((0, nil))
             let done = self.done
@@ -72,7 +73,9 @@ struct MissingPeer: Error, CustomStringConvertible {
                 do {
                     let loop = try EventLoop()
                     do {
-                        let server = try TestServer(loop: loop)
+                        var config = HTTP2ServerConfiguration()
+                        config.tls = tls
+                        let server = try TestServer(loop: loop, configuration: config)
                         info.withLock { $0 = (server.port, loop.handle) }
                         ready.signal()
                         loop.run()
