@@ -37,7 +37,7 @@ public final class TLSCertificateAuthority: @unchecked Sendable {
         key = try CertificateBuilder.newKey()
         do throws(TLSError) {
             cert = try CertificateBuilder.make(
-                commonName: commonName, uid: nil, names: [], validDays: validDays, publicKey: key,
+                commonName: commonName, uid: nil, validDays: validDays, publicKey: key,
                 issuer: nil, issuerKey: key,
                 extensions: [(NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign")])
         } catch {
@@ -87,7 +87,7 @@ public final class TLSCertificateAuthority: @unchecked Sendable {
             extensions.append((NID_subject_alt_name,
                                names.map { (TLSTransport.isIPAddress($0) ? "IP:" : "DNS:") + $0 }.joined(separator: ",")))
         }
-        let leaf = try CertificateBuilder.make(commonName: commonName, uid: uid, names: names, validDays: validDays,
+        let leaf = try CertificateBuilder.make(commonName: commonName, uid: uid, validDays: validDays,
                                                publicKey: leafKey, issuer: cert, issuerKey: key, extensions: extensions)
         defer { X509_free(leaf) }
         return TLSIdentity(certificateChainPEM: try CertificateBuilder.pem(certificate: leaf) + certificatePEM,
@@ -108,7 +108,7 @@ enum CertificateBuilder {
     }
 
     /// A signed X.509 v3 certificate; `issuer` nil makes it self-signed.
-    static func make(commonName: String, uid: String?, names: [String], validDays: Int, publicKey: OpaquePointer,
+    static func make(commonName: String, uid: String?, validDays: Int, publicKey: OpaquePointer,
                      issuer: OpaquePointer?, issuerKey: OpaquePointer, extensions: [(Int32, String)]) throws(TLSError) -> OpaquePointer {
         guard let x = X509_new() else { throw TLSError.openSSL("X509_new") }
         var ok = X509_set_version(x, 2) == 1
