@@ -38,14 +38,17 @@ public struct TLSPeerCertificate: Sendable, Equatable {
     public var verified: Bool
     /// OpenSSL's reason when it did not verify, e.g. `certificate has expired`.
     public var verificationError: String?
+    /// The certificate itself (PEM), for checks of its own (extensions such as APNs' environments).
+    public var pem: String
 
     /// A value; see the properties.
-    public init(subject: String, subjectUID: String?, issuer: String, verified: Bool, verificationError: String?) {
+    public init(subject: String, subjectUID: String?, issuer: String, verified: Bool, verificationError: String?, pem: String) {
         self.subject = subject
         self.subjectUID = subjectUID
         self.issuer = issuer
         self.verified = verified
         self.verificationError = verificationError
+        self.pem = pem
     }
 }
 

@@ -417,7 +417,8 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
                                       subjectUID: X509Names.entry(X509_get_subject_name(x), nid: NID_userId),
                                       issuer: X509Names.oneLine(X509_get_issuer_name(x)),
                                       verified: v == X509_V_OK,
-                                      verificationError: v == X509_V_OK ? nil : String(cString: X509_verify_cert_error_string(v)))
+                                      verificationError: v == X509_V_OK ? nil : String(cString: X509_verify_cert_error_string(v)),
+                                      pem: (try? CertificateBuilder.pem(certificate: x)) ?? "")
         }
         return TLSConnectionInfo(version: version, cipher: cipher, alpn: alpn, serverName: sni, peerCertificate: peer,
                                  handshakeNanoseconds: loop.now &- handshakeStarted)

@@ -175,6 +175,7 @@ final class RecordingServer: HTTP2ServerDelegate {
         #expect(peer.subjectUID == "com.example.app")
         #expect(peer.verified)
         #expect(peer.subject.contains("UID=com.example.app"))
+        #expect(provider.certificateChainPEM.hasPrefix(peer.pem))
 
         // From another CA: the handshake goes on (request), the verdict says why it did not verify.
         let stranger = try TLSCertificateAuthority(commonName: "not trusted").issue(commonName: "x", uid: "com.other", usage: .client)
