@@ -70,7 +70,7 @@ let package = Package(
                                                         "PushCredentials"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushVocabulary", "CAllocCounter",
                                                           "PushbenchTestSupport"]),
-        .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI", "PushVocabulary"]),
+        .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI", "PushVocabulary", "LoadGenerator"]),
     ],
     swiftLanguageModes: [.v6]
 )

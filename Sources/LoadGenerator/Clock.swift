@@ -36,3 +36,21 @@ public final class ManualClock: NanoClock {
     /// Moves the clock forward by `ns`.
     public func advance(_ ns: UInt64) { time += ns }
 }
+
+/// CLOCK_REALTIME in nanoseconds since the Unix epoch: the wall clock a start time (`--start-at`) and
+/// a run's t0 are given in, so agents on several machines share one t0 as far as their clocks agree.
+public enum WallClock {
+    /// Now, in ns since the epoch.
+    public static func unixNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) &* 1_000_000_000 &+ Int64(ts.tv_nsec)
+    }
+
+    /// The monotonic reading that corresponds to the wall-clock instant `unixNs` (which may be in the past).
+    public static func monotonic(atUnixNanoseconds unixNs: Int64) -> UInt64 {
+        let mono = Int64(MonotonicClock.nanoseconds())
+        let wall = unixNanoseconds()
+        return UInt64(Swift.max(1, mono + (unixNs - wall)))
+    }
+}

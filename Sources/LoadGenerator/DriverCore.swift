@@ -49,13 +49,41 @@ public struct DriverPlan: Sendable, Equatable {
     public var drainTimeoutNs: UInt64 = 5_000_000_000
     /// Most requests in flight at once on this thread (connections × streams): sizes the slot table.
     public var capacity: Int
+    /// The measured phase's schedule when the rate changes over time (`--stages`, `--rps A..B`,
+    /// `--rate-file`); nil is the constant ``rate``. The warm-up runs before it at its initial rate.
+    public var schedule: RateSchedule?
+    /// This agent's execution segment (`--segment I/N`): it sends the global requests g ≡ segment (mod
+    /// segments), its threads striping them further, so N agents together send one schedule.
+    public var segment = 0
+    /// The number of agents sharing the schedule.
+    public var segments = 1
 
     /// A plan; see the properties.
     public init(rate: Int?, threads: Int = 1, thread: Int = 0, warmupNs: UInt64 = 0, durationNs: UInt64 = 10_000_000_000,
-                requests: Int? = nil, retries: Int = 0, drainTimeoutNs: UInt64 = 5_000_000_000, capacity: Int) {
+                requests: Int? = nil, retries: Int = 0, drainTimeoutNs: UInt64 = 5_000_000_000, capacity: Int,
+                schedule: RateSchedule? = nil, segment: Int = 0, segments: Int = 1) {
+        precondition(segments > 0 && segment >= 0 && segment < segments)
         self.rate = rate; self.threads = threads; self.thread = thread; self.warmupNs = warmupNs
         self.durationNs = durationNs; self.requests = requests; self.retries = retries
         self.drainTimeoutNs = drainTimeoutNs; self.capacity = capacity
+        self.schedule = schedule; self.segment = segment; self.segments = segments
+    }
+
+    /// Stripes of the global schedule: one per driver thread of every agent.
+    var stride: Int { threads * segments }
+    /// This thread's stripe: agent I of N, thread i owns g ≡ I + N·i (mod N·threads), so the agents
+    /// interleave request by request and each agent's threads interleave within its share.
+    var stripe: Int { segment + segments * thread }
+
+    /// The whole open-loop schedule when it is not constant: the warm-up at the initial rate, then the
+    /// measured stages.
+    var pacingSchedule: RateSchedule? { schedule.map { $0.prepending(rate: $0.initialRate, durationNs: warmupNs) } }
+
+    /// The pacer of this thread with t0 = `start`; nil for the closed loop.
+    func pacer(start: UInt64) -> Pacer? {
+        if let s = pacingSchedule { return Pacer(start: start, schedule: s, threads: stride, thread: stripe) }
+        if let rate { return Pacer(start: start, rate: rate, threads: stride, thread: stripe) }
+        return nil
     }
 
     /// The longest a stopped run (Ctrl-C, a lost target, every token gone) waits for its answers.
@@ -63,20 +91,22 @@ public struct DriverPlan: Sendable, Equatable {
 
     /// Global requests in the warm-up (open loop): those due before t0 + warmup.
     var warmupRequests: Int64 {
+        if let s = pacingSchedule { return s.count(before: warmupNs) }
         guard let rate else { return 0 }
         return Int64((Double(warmupNs) * Double(rate) / 1e9).rounded(.up))
     }
 
     /// Global requests in the whole schedule (open loop): warm-up plus measured.
     var totalRequests: Int64 {
+        if let s = pacingSchedule { return s.totalRequests }
         guard let rate else { return Int64.max }
         let measured = requests.map(Int64.init) ?? Int64((Double(durationNs) * Double(rate) / 1e9).rounded())
         return warmupRequests + measured
     }
 
-    /// This thread's share of `count` global requests: the g < count with g ≡ thread (mod threads).
+    /// This thread's share of `count` global requests: the g < count in its stripe.
     func localShare(of count: Int64) -> Int64 {
-        let i = Int64(thread), n = Int64(threads)
+        let i = Int64(stripe), n = Int64(stride)
         return count > i ? (count - i - 1) / n + 1 : 0
     }
 }
@@ -149,6 +179,8 @@ public final class DriverCore {
     private var closedLimit: Int64 = Int64.max
     private var measureStartNs: UInt64 = 0
     private var endNs: UInt64 = UInt64.max
+    // Intended time of the schedule's last request (all stripes): the drain is timed from it.
+    private var lastIntendedNs: UInt64 = 0
 
     // Requests in flight, by slot (`busy` says which slots hold one), and the free slots as a stack.
     private let slots: UnsafeMutablePointer<InFlightRequest>
@@ -172,6 +204,9 @@ public final class DriverCore {
     }
     /// Time of the last measured send.
     public private(set) var lastMeasuredSendNs: UInt64 = 0
+    /// The first request this thread sent: its intended time and when it went out (0, 0 before one did).
+    /// With a start time shared by several agents, how late the agent joined the global schedule.
+    public private(set) var firstSend: (intended: UInt64, sent: UInt64) = (0, 0)
 
     /// A core for `plan`, reading time from `clock`, recording into `recorder`.
     public init(plan: DriverPlan, clock: any NanoClock, recorder: Recorder) {
@@ -201,10 +236,12 @@ public final class DriverCore {
         measureStartNs = start + plan.warmupNs
         generating = true
         recorder.begin(at: start, measurementStart: measureStartNs)
-        if let rate = plan.rate {
-            pacer = Pacer(start: start, rate: rate, threads: plan.threads, thread: plan.thread)
-            localLimit = plan.localShare(of: plan.totalRequests)
+        if let p = plan.pacer(start: start) {
+            pacer = p
+            let total = plan.totalRequests
+            localLimit = plan.localShare(of: total)
             localWarmup = plan.localShare(of: plan.warmupRequests)
+            lastIntendedNs = p.intendedTime(global: max(0, total - 1))
         } else {
             if let requests = plan.requests {
                 closedLimit = plan.localShare(of: Int64(requests))
@@ -260,7 +297,9 @@ public final class DriverCore {
                 case .oversize:
                     recorder.recordOversize(phase)
                 case .started:
-                    occupy(slot, InFlightRequest(sequence: seq, intended: pacer.intendedTime(local: next), sent: now,
+                    let intended = pacer.intendedTime(local: next)
+                    if firstSend.sent == 0 { firstSend = (intended, now) }
+                    occupy(slot, InFlightRequest(sequence: seq, intended: intended, sent: now,
                                                  attempt: 0, phase: phase, cause: .connectionLost))
                     recordSent(phase, at: now)
                 case .failed(let cause):
@@ -276,7 +315,7 @@ public final class DriverCore {
         while freeCount > 0 {
             if now >= endNs || closedMeasured >= closedLimit { generating = false; return nil }
             let slot = freeSlots[freeCount - 1]
-            let seq = closedCount &* Int64(plan.threads) &+ Int64(plan.thread)
+            let seq = closedCount &* Int64(plan.stride) &+ Int64(plan.stripe)
             let phase: Phase = now < measureStartNs ? .warmup : .measured
             switch port.startRequest(slot: slot, sequence: seq, at: now) {
             case .noStream:
@@ -367,9 +406,8 @@ public final class DriverCore {
         if generating && pacer == nil && (now >= endNs || closedMeasured >= closedLimit) { generating = false }
         // After stop() nothing more is sent (resends included): only the streams in flight are waited for.
         let waiting = inFlight > 0 || (!stopped && (generating || retryCount > 0))
-        if drainDeadlineNs == 0, let pacer {
-            let last = pacer.intendedTime(global: max(0, plan.totalRequests - 1))
-            if now > last && now - last > plan.drainTimeoutNs { drainDeadlineNs = now }
+        if drainDeadlineNs == 0, pacer != nil {
+            if now > lastIntendedNs && now - lastIntendedNs > plan.drainTimeoutNs { drainDeadlineNs = now }
         }
         var action = TickAction.run
         if !generating && drainDeadlineNs == 0 {

@@ -33,6 +33,7 @@ final class ResultSlot: @unchecked Sendable {
     var recorder: Recorder?
     var stats = DriverStats()
     var lastMeasuredSendNs: UInt64 = 0
+    var firstSend: (intended: UInt64, sent: UInt64) = (0, 0)
 }
 
 /// One driver thread: an event loop, a connection pool making `Builder`'s requests, a pacing timer and
@@ -52,6 +53,7 @@ final class DriverThread<Builder: RequestBuilder> {
     private var armedDeadline: UInt64 = 0
     private var periodic = false
     private var periodNs: UInt64 = 0
+    private var t0: UInt64 = 0
     private let connectDeadline: UInt64
 
     init(config: LoadConfiguration, index: Int, shared: SharedRunState) throws {
@@ -61,7 +63,8 @@ final class DriverThread<Builder: RequestBuilder> {
         loop = try EventLoop()
         let plan = DriverPlan(rate: config.rate, threads: config.threads, thread: index, warmupNs: config.warmupNs,
                               durationNs: config.durationNs, requests: config.requests, retries: config.retries,
-                              drainTimeoutNs: config.drainTimeoutNs, capacity: config.connections * config.streams)
+                              drainTimeoutNs: config.drainTimeoutNs, capacity: config.connections * config.streams,
+                              schedule: config.schedule, segment: config.segment, segments: config.segments)
         core = DriverCore(plan: plan, clock: MonotonicClock.shared, recorder: Recorder(live: shared.live[index]))
         connectDeadline = MonotonicClock.nanoseconds() + config.connectTimeoutMilliseconds * 1_000_000 + 500_000_000
         pool = try ConnectionPool<Builder>(loop: loop, config: config, core: core, thread: index) { [unowned self] in self.pump() }
@@ -139,13 +142,16 @@ final class DriverThread<Builder: RequestBuilder> {
             let t0 = shared.startNs.load(ordering: .acquiring)
             guard t0 != 0 else { return }
             core.begin(at: t0)
+            self.t0 = t0
             state = .running
-            if let rate = config.rate {
+            if config.schedule != nil {
+                followSchedule(at: now)
+            } else if let rate = config.rate {
                 // A periodic timerfd needs no re-arming per request when the thread's interval is a whole
                 // number of ns (50k rps: 20 µs); otherwise each deadline is armed exactly, one shot.
-                let perThread = UInt64(config.threads) * 1_000_000_000
+                let perThread = UInt64(stripes) * 1_000_000_000
                 let interval = perThread / UInt64(rate)
-                let quantum = config.effectiveQuantumNs(perThreadRate: Double(rate) / Double(config.threads))
+                let quantum = config.effectiveQuantumNs(perThreadRate: Double(rate) / Double(stripes))
                 if quantum > interval {
                     periodic = true
                     periodNs = quantum
@@ -156,6 +162,7 @@ final class DriverThread<Builder: RequestBuilder> {
             }
             pump()
         case .running:
+            if config.schedule != nil && core.generating { followSchedule(at: now) }
             if shared.stop.load(ordering: .relaxed) && !core.stopped { core.stop() }
             if pool.tokensExhausted && !shared.tokensExhausted.load(ordering: .relaxed) {
                 // Nothing left to send to: this thread's core is stopped; stop the others as well.
@@ -177,6 +184,26 @@ final class DriverThread<Builder: RequestBuilder> {
         }
     }
 
+    /// Stripes sharing the schedule: driver threads of every agent.
+    private var stripes: Int { config.threads * config.segments }
+
+    // A schedule's rate moves, and with it the pacing step (once a millisecond, from the housekeeping
+    // tick): a periodic timer at the quantum for the rate in force, rounded to 10 µs so a ramp changes it
+    // now and then rather than every tick; below the quantum's threshold, one shot at each intended time.
+    private func followSchedule(at now: UInt64) {
+        guard let schedule = config.schedule else { return }
+        let offset = now > t0 + config.warmupNs ? now - t0 - config.warmupNs : 0
+        let rate = now < t0 + config.warmupNs ? Double(schedule.initialRate) : schedule.rate(atOffset: offset)
+        let perThread = rate / Double(stripes)
+        var quantum = perThread > 0 ? config.effectiveQuantumNs(perThreadRate: perThread) : 0
+        quantum = (quantum + 5_000) / 10_000 * 10_000
+        if perThread > 0 && Double(quantum) <= 1e9 / perThread { quantum = 0 }
+        guard quantum != (periodic ? periodNs : 0) else { return }
+        if armedDeadline != 0 { pacing.stop(); armedDeadline = 0 }
+        periodic = quantum > 0
+        periodNs = quantum
+    }
+
     private func finish(started: Bool) {
         guard state != .done else { return }
         if started { core.finish() } else { core.recorder.end(at: MonotonicClock.nanoseconds()) }
@@ -196,6 +223,7 @@ final class DriverThread<Builder: RequestBuilder> {
         slot.recorder = core.recorder
         slot.stats = stats
         slot.lastMeasuredSendNs = core.lastMeasuredSendNs
+        slot.firstSend = core.firstSend
         shared.finished.add(1, ordering: .acquiringAndReleasing)
         loop.stop()
     }

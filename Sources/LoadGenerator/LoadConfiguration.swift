@@ -21,6 +21,20 @@ public struct LoadConfiguration: Sendable {
     public var pushProtocol: PushProtocol = .apns
     /// Requests per second for all threads together; nil is closed loop (`--rps max`).
     public var rate: Int? = 1_000
+    /// The measured phase's rate schedule when the rate changes over time (`--stages`, `--rps A..B`,
+    /// `--rate-file`): it replaces ``rate`` and ``durationNs``; the warm-up runs before it at its initial rate.
+    public var schedule: RateSchedule?
+    /// This agent's execution segment (`--segment I/N`), 0 of 1 when it runs alone: it sends the global
+    /// requests g ≡ segment (mod segments) at their global intended times.
+    public var segment = 0
+    /// The number of agents sharing the schedule.
+    public var segments = 1
+    /// t0 as a wall-clock instant (`--start-at`), in ns since the Unix epoch; nil starts as soon as every
+    /// driver thread is connected.
+    public var startAtUnixNs: Int64?
+    /// Whether a ``startAtUnixNs`` already past when the drivers are ready is kept (the requests due
+    /// since then go out at once, late by as much) rather than refused.
+    public var startLateOK = false
     /// Measured duration in ns (ignored when `requests` is set).
     public var durationNs: UInt64 = 10_000_000_000
     /// Warm-up in ns.

@@ -33,6 +33,13 @@ public struct LoadResult {
     public var loadAverageAtStart: Double? = nil
     /// Whether the run stopped early because every token was pruned.
     public var tokensExhausted: Bool = false
+    /// t0, the start of the schedule (warm-up included), in ns since the Unix epoch: `--start-at` exactly
+    /// when it was given.
+    public var t0UnixNs: Int64 = 0
+    /// How long after t0 this process's first request went out, and how late it was against its intended
+    /// time, in ns (nil when nothing was sent, or in a closed loop): with a start time shared by several
+    /// agents, how far this one's clock and start-up were behind the global schedule.
+    public var firstSend: (afterT0Ns: Int64, lateNs: Int64)?
 
     /// Nothing measured yet; the measured phase starts at `measuredStart`.
     public init(measuredStart: Date) {
@@ -66,11 +73,14 @@ public struct LoadRunError: Error, CustomStringConvertible {
     public var description: String
     /// Whether the target could not be reached (exit status 3).
     public var unreachable: Bool
+    /// Whether the input was at fault (exit status 2): a start time that passed while connecting.
+    public var badInput = false
 
     /// An error; see the properties.
-    public init(description: String, unreachable: Bool) {
+    public init(description: String, unreachable: Bool, badInput: Bool = false) {
         self.description = description
         self.unreachable = unreachable
+        self.badInput = badInput
     }
 }
 
@@ -118,9 +128,24 @@ public enum LoadRun {
         }
         let loadAtStart = MachineNoise.loadAverage()
         let stealAtStart = MachineNoise.stealNanoseconds()
-        let now = MonotonicClock.nanoseconds()
-        let t0 = now + 2_000_000
-        let wallT0 = Date().addingTimeInterval(Double(t0 - now) / 1e9)
+        var t0 = MonotonicClock.nanoseconds() + 2_000_000
+        var t0Unix = WallClock.unixNanoseconds() + 2_000_000
+        if let at = config.startAtUnixNs {
+            // Every agent given the same instant starts its part of the one schedule from it; a start that
+            // passed while connecting is refused unless asked for, and then the schedule is kept (the
+            // requests due since go out at once, their latency counted from their intended times).
+            let late = WallClock.unixNanoseconds() - at
+            if late > 0 && !config.startLateOK {
+                shared.stop.store(true, ordering: .releasing)
+                waitAll()
+                throw LoadRunError(description: "--start-at: the start time passed \(late / 1_000_000) ms ago, before every "
+                                   + "connection was up (give a later time, or --start-late-ok to keep the schedule and count the lateness)",
+                                   unreachable: false, badInput: true)
+            }
+            t0 = WallClock.monotonic(atUnixNanoseconds: at)
+            t0Unix = at
+        }
+        let wallT0 = Date(timeIntervalSince1970: Double(t0Unix) / 1e9)
         shared.startNs.store(t0, ordering: .releasing)
         var interrupted = false
         var nextReport = t0 + 1_000_000_000
@@ -146,7 +171,7 @@ public enum LoadRun {
                 sampleSteal()
                 nextStealBoundary += 1_000_000_000
             }
-            if t >= nextReport {
+            if t >= nextReport && t >= t0 {
                 progress(LiveSnapshot(shared.live), Double(t - t0) / 1e9)
                 nextReport += 1_000_000_000
                 while nextReport <= t { nextReport += 1_000_000_000 }
@@ -157,17 +182,27 @@ public enum LoadRun {
         result.interrupted = interrupted
         result.tokensExhausted = shared.tokensExhausted.load(ordering: .acquiring)
         result.loadAverageAtStart = loadAtStart
+        result.t0UnixNs = t0Unix
         if let a = stealAtStart, let b = MachineNoise.stealNanoseconds(), b >= a { result.stealSeconds = Double(b - a) / 1e9 }
         if stealMark != nil { sampleSteal() }  // the last, partial second
         var lastSend: UInt64 = 0
+        var first: (intended: UInt64, sent: UInt64)?
         for slot in shared.results {
             guard let r = slot.recorder else { continue }
             result.merge(measured: r.measured, warmup: r.warmup, latency: r.latency, serviceTime: r.serviceTime,
                          intervals: r.intervals, stats: slot.stats, concurrent: true)
             lastSend = max(lastSend, slot.lastMeasuredSendNs)
+            if slot.firstSend.sent != 0 && slot.firstSend.sent < first?.sent ?? .max { first = slot.firstSend }
+        }
+        if let first {
+            result.firstSend = (Int64(first.sent) - Int64(t0), Int64(first.sent) - Int64(first.intended))
         }
         for k in result.intervals.indices where result.intervals[k].second < stealPerSecond.count {
             result.intervals[k].stealMs = stealPerSecond[result.intervals[k].second]
+        }
+        if let target = ScheduleTarget(config) {
+            result.intervals = TimelineInterval.merged(result.intervals)
+            for k in result.intervals.indices { result.intervals[k].target = target.sent(inSecond: result.intervals[k].second) }
         }
         // Open loop over a duration: the measured phase is the schedule's length, or longer when the last
         // measured request went out late. Closed loop and --requests: from the start to the last send.

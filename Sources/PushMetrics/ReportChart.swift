@@ -12,7 +12,11 @@ public struct ReportTitle: Sendable {
         title = "pushbench \(runID)" + (r.interrupted ? "  (interrupted)" : "")
         let c = r.config
         var parts = [c.protocolName, c.target]
-        parts.append(c.rps.map { "target \(ReportChart.grouped(Double($0))) rps" } ?? "closed loop (rps max)")
+        if let spec = c.scheduleSpec {
+            parts.append("schedule \(spec) (mean \(ReportChart.grouped(Double(c.rps ?? 0))) rps)")
+        } else {
+            parts.append(c.rps.map { "target \(ReportChart.grouped(Double($0))) rps" } ?? "closed loop (rps max)")
+        }
         parts.append("achieved \(ReportChart.grouped(r.achievedRPS)) rps")
         parts.append("\(c.connections) conn × \(c.streams) streams")
         parts.append("\(c.threads) thread\(c.threads == 1 ? "" : "s")")
@@ -27,7 +31,8 @@ public struct ReportTitle: Sendable {
 public enum ReportChart {
     static let width = 1000.0
     static let colors = (latency: "#1f5fbf", service: "#e07b00", sent: "#222222", failed: "#c62828", transport: "#6d4c41",
-                         p50: "#2e7d32", p99: "#6a1b9a", p999: "#c62828", steal: "#f0a030", gap: "#d8d8d8")
+                         p50: "#2e7d32", p99: "#6a1b9a", p999: "#c62828", steal: "#f0a030", gap: "#d8d8d8",
+                  target: "#00897b")
 
     // MARK: Run report
 
@@ -134,18 +139,25 @@ public enum ReportChart {
         }
         let empty = plan.seconds.isEmpty
 
-        // Sent and completed. Sent is drawn last, dashed, over completed: at a kept rate they coincide.
-        var y = ChartParts.panelHeader(&svg, x: x, top: top, w: w, title: "Per second: sent and completed",
-                                       legend: [LegendItem(color: colors.latency, text: "completed / s"),
-                                                LegendItem(color: colors.sent, text: "sent / s", mark: .line(dash: "5,4"))])
+        // Sent and completed. Sent is drawn last, dashed, over completed: at a kept rate they coincide. A
+        // schedule's target goes under both, so where the sender or the target stops keeping up shows as
+        // the lines parting.
+        let hasTarget = plan.seconds.contains { $0.interval?.target != nil }
+        var legend = [LegendItem(color: colors.latency, text: "completed / s"),
+                      LegendItem(color: colors.sent, text: "sent / s", mark: .line(dash: "5,4"))]
+        if hasTarget { legend.append(LegendItem(color: colors.target, text: "target / s (the schedule)")) }
+        var y = ChartParts.panelHeader(&svg, x: x, top: top, w: w, title: hasTarget ? "Per second: target, sent and completed" : "Per second: sent and completed",
+                                       legend: legend)
         let h1 = 160.0
-        let rates = plan.seconds.flatMap { [Double($0.interval?.completed ?? 0), Double($0.interval?.sent ?? 0)] }
+        let rates = plan.seconds.flatMap { [Double($0.interval?.completed ?? 0), Double($0.interval?.sent ?? 0),
+                                            Double($0.interval?.target ?? 0)] }
         let rAxis = ChartAxis.linear(hi: rates.max() ?? 0, count: 5, integer: true, headroom: 0.08)
         ChartParts.frame(&svg, x: x, y: y, w: w, h: h1)
         shadeGaps(y, h1, say: true)
         timeGrid(y, h1)
         rAxis.drawY(&svg, x: x, y: y, w: w, h: h1)
         let ry = { (v: Int64) in y + h1 - h1 * rAxis.fraction(Double(v)) }
+        if hasTarget { svg.segments(line { _, i in i?.target.map(ry) }, stroke: colors.target, width: 6, opacity: 0.35) }
         svg.segments(line { _, i in ry(i?.completed ?? 0) }, stroke: colors.latency, width: 3.5, opacity: 0.75)
         svg.segments(line { _, i in ry(i?.sent ?? 0) }, stroke: colors.sent, width: 1.5, dash: "5,4")
         ChartParts.yTitle(&svg, x: x - 72, y: y, h: h1, "requests / s")

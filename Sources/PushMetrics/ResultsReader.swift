@@ -132,8 +132,8 @@ public struct LoadedRun {
                     throw ResultsError("\(csvURL.path): line \(n + 2) has \(f.count) fields, header has \(header.count)")
                 }
                 var row: [String: Int64] = [:]
-                // steal_ms is empty where it was not known (and absent in folders from before it existed).
-                for (k, v) in zip(header, f) where !(k == "steal_ms" && v.isEmpty) {
+                // steal_ms and target are empty where not known (and absent in folders from before they existed).
+                for (k, v) in zip(header, f) where !((k == "steal_ms" || k == "target") && v.isEmpty) {
                     guard let x = Int64(v) else { throw ResultsError("\(csvURL.path): line \(n + 2): \(k) is not an integer: \"\(v)\"") }
                     row[k] = x
                 }
@@ -149,7 +149,8 @@ public struct LoadedRun {
             let ok = row["ok"] ?? 0
             return TimelineInterval(second: s, sent: row["sent"] ?? 0, completed: row["completed"] ?? 0,
                                     succeeded: ok, failed: Swift.max(0, (row["errors"] ?? 0) - te), transportErrors: te,
-                                    latency: latency[s] ?? empty, serviceTime: service[s] ?? empty, stealMs: row["steal_ms"])
+                                    latency: latency[s] ?? empty, serviceTime: service[s] ?? empty, stealMs: row["steal_ms"],
+                                    target: row["target"])
         }
     }
 }

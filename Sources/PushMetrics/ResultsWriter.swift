@@ -103,7 +103,7 @@ public enum ResultsWriter {
             ("config", r.config.json),
             ("requests", r.counts.json),
             ("throughput", .object([
-                ("target_rps", r.config.rps.map { .int(Int64($0)) } ?? .null),
+                ("target_rps", r.targetRPS.map { .double(round3($0)) } ?? r.config.rps.map { .int(Int64($0)) } ?? .null),
                 ("achieved_rps", .double(round3(r.achievedRPS))),
                 ("measured_s", .double(round3(r.measuredSeconds))),
             ])),
@@ -137,16 +137,17 @@ public enum ResultsWriter {
     // MARK: timeline.csv and .hlog
 
     /// Header of timeline.csv.
-    public static let timelineHeader = "second,sent,completed,ok,errors,transport_errors,p50_us,p99_us,max_us,steal_ms"
+    public static let timelineHeader = "second,sent,completed,ok,errors,transport_errors,p50_us,p99_us,max_us,steal_ms,target"
 
     /// timeline.csv text: one row per second; `errors` = non-2xx responses + transport errors; `steal_ms`
-    /// empty where unknown.
+    /// empty where unknown; `target` the requests the schedule intended in that second, empty without one.
     public static func timelineCSV(_ merged: [TimelineInterval]) -> String {
         var out = timelineHeader + "\n"
         for i in merged {
             let h = i.latency.decode()
             out += "\(i.second),\(i.sent),\(i.completed),\(i.succeeded),\(i.failed + i.transportErrors),\(i.transportErrors),"
-            out += "\(h.valueAtPercentile(50)),\(h.valueAtPercentile(99)),\(h.max),\(i.stealMs.map(String.init) ?? "")\n"
+            out += "\(h.valueAtPercentile(50)),\(h.valueAtPercentile(99)),\(h.max),\(i.stealMs.map(String.init) ?? ""),"
+            out += "\(i.target.map(String.init) ?? "")\n"
         }
         return out
     }

@@ -29,6 +29,12 @@ public struct RunDetails: Sendable, Equatable {
     public var reconciliation: Reconciliation?
     /// `ab`: this run's part in an encoder A/B.
     public var encoderComparison: EncoderComparisonShare?
+    /// `start`: t0 on the wall clock and how the first request met it.
+    public var start: RunStart?
+    /// `segment`: this agent's stripe of a schedule shared by several (`--segment I/N`).
+    public var segment: RunSegment?
+    /// `host`: the machine's name (which agent ran where).
+    public var host: String?
 
     /// No sections.
     public init() {}
@@ -50,6 +56,9 @@ public struct RunDetails: Sendable, Equatable {
         if let gateway { m.append(("gateway", gateway.json)) }
         if let reconciliation { m.append(("reconciliation", reconciliation.json)) }
         if let encoderComparison { m.append(("ab", encoderComparison.json)) }
+        if let start { m.append(("start", start.json)) }
+        if let segment { m.append(("segment", segment.json)) }
+        if let host { m.append(("host", .string(host))) }
         return m
     }
 
@@ -387,6 +396,8 @@ public struct RunSettings: Sendable, Equatable {
     public var sendOversize: Bool
     /// `apns_id`: whether requests carried an apns-id.
     public var apnsID: Bool
+    /// `schedule`: the rate schedule, when the rate changes over time.
+    public var schedule: ScheduleSettings?
 
     /// The settings.
     public init(requests: Int?, warmupSeconds: Double, tokens: Int, payload: String, retry: Int, sendOversize: Bool,
@@ -404,6 +415,6 @@ public struct RunSettings: Sendable, Equatable {
         (requests.map { [("requests", JSONValue.int(Int64($0)))] } ?? []) + [
             ("warmup_s", .double(warmupSeconds)), ("tokens", .int(Int64(tokens))), ("payload", .string(payload)),
             ("retry", .int(Int64(retry))), ("send_oversize", .bool(sendOversize)), ("apns_id", .bool(apnsID)),
-        ]
+        ] + (schedule.map { [("schedule", $0.json)] } ?? [])
     }
 }

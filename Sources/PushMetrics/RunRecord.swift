@@ -45,6 +45,9 @@ public struct RunRecord {
     public var interrupted: Bool
     /// The typed sections after the core figures (warm-up, accounting, connections, machine, gateway…).
     public var details: RunDetails
+    /// The rate this run's own requests were scheduled at, when that is not `config.rps`: one agent of
+    /// several (`--segment`) sends its share of the whole run's rate (summary.json `throughput.target_rps`).
+    public var targetRPS: Double?
     /// More top-level summary.json sections, in order, after ``details``: what ``LoadedRun`` read from a
     /// file (it keeps sections as they were written) or a section only a merge writes.
     public var extra: [(String, JSONValue)]
@@ -112,6 +115,12 @@ public struct RunConfig: Sendable, Equatable {
         self.encoder = encoder
         self.settings = settings
         self.extra = extra
+    }
+
+    /// The rate schedule as the options gave it (`--stages …`), when the rate changed over time: from
+    /// the settings of a run just made, or the "schedule" key of one read back.
+    public var scheduleSpec: String? {
+        settings?.schedule?.spec ?? extra.first(where: { $0.0 == "schedule" })?.1["spec"]?.string
     }
 
     /// Equal when they render to the same "config" JSON.
@@ -236,19 +245,24 @@ public struct TimelineInterval: Sendable, Equatable {
     /// nil when unknown. When intervals merge (threads of one run, or runs of several machines) it is the
     /// most any of them lost that second, not a sum.
     public var stealMs: Int64?
+    /// Requests the schedule intended to send in this second (the target beside `sent`), or nil when there
+    /// is no schedule (`--rps max`) or it is unknown (files from before it was written). Summed when
+    /// intervals merge: each agent's is its own share.
+    public var target: Int64?
 
     /// Creates an interval, compressing the histograms now so the caller can `reset()` and reuse them.
     public init(second: Int, sent: Int64, completed: Int64, succeeded: Int64, failed: Int64,
-                transportErrors: Int64, latency: HdrHistogram, serviceTime: HdrHistogram, stealMs: Int64? = nil) {
+                transportErrors: Int64, latency: HdrHistogram, serviceTime: HdrHistogram, stealMs: Int64? = nil,
+                target: Int64? = nil) {
         self.init(second: second, sent: sent, completed: completed, succeeded: succeeded, failed: failed,
                   transportErrors: transportErrors, latency: EncodedHistogram(latency),
-                  serviceTime: EncodedHistogram(serviceTime), stealMs: stealMs)
+                  serviceTime: EncodedHistogram(serviceTime), stealMs: stealMs, target: target)
     }
 
     /// Creates an interval from already encoded histograms.
     public init(second: Int, sent: Int64, completed: Int64, succeeded: Int64, failed: Int64,
                 transportErrors: Int64, latency: EncodedHistogram, serviceTime: EncodedHistogram,
-                stealMs: Int64? = nil) {
+                stealMs: Int64? = nil, target: Int64? = nil) {
         self.second = second
         self.sent = sent
         self.completed = completed
@@ -258,6 +272,7 @@ public struct TimelineInterval: Sendable, Equatable {
         self.latency = latency
         self.serviceTime = serviceTime
         self.stealMs = stealMs
+        self.target = target
     }
 
     /// Merges entries with the same `second` (sums counts, adds histograms) and sorts by second.
@@ -269,9 +284,10 @@ public struct TimelineInterval: Sendable, Equatable {
             if group.count == 1 { return group[0] }
             let lat = group[0].latency.decode(), svc = group[0].serviceTime.decode()
             var sent: Int64 = 0, completed: Int64 = 0, ok: Int64 = 0, failed: Int64 = 0, te: Int64 = 0
-            var steal: Int64?
+            var steal: Int64?, target: Int64?
             for (k, g) in group.enumerated() {
                 if let s = g.stealMs { steal = Swift.max(steal ?? s, s) }
+                if let t = g.target { target = (target ?? 0) + t }
                 if k > 0 {
                     lat.add(g.latency.decode())
                     svc.add(g.serviceTime.decode())
@@ -279,7 +295,7 @@ public struct TimelineInterval: Sendable, Equatable {
                 sent += g.sent; completed += g.completed; ok += g.succeeded; failed += g.failed; te += g.transportErrors
             }
             return TimelineInterval(second: s, sent: sent, completed: completed, succeeded: ok, failed: failed,
-                                    transportErrors: te, latency: lat, serviceTime: svc, stealMs: steal)
+                                    transportErrors: te, latency: lat, serviceTime: svc, stealMs: steal, target: target)
         }
     }
 }

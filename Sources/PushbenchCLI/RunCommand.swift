@@ -1,3 +1,4 @@
+import Foundation
 import LoadGenerator
 import MockGateway
 import PushPayload
@@ -9,6 +10,24 @@ public enum RateOption: Equatable, Sendable {
     case perSecond(Int)
     /// Closed loop: every connection keeps its streams busy.
     case max
+    /// Open loop rising (or falling) linearly from the first rate to the second over `--duration`.
+    case ramp(from: Int, to: Int)
+}
+
+/// `--rate-file`: the file and the stages read from it.
+public struct RateFileOption: Equatable, Sendable {
+    /// The file as given.
+    public var path: String
+    /// One constant stage per line.
+    public var stages: [RateSchedule.Stage]
+}
+
+/// `--segment I/N`: this agent's stripe of a schedule several agents share.
+public struct SegmentOption: Equatable, Sendable {
+    /// I, from 0.
+    public var index: Int
+    /// N, the number of agents.
+    public var count: Int
 }
 
 /// Where the device tokens come from.
@@ -82,6 +101,16 @@ public struct RunOptions: Equatable, Sendable {
     public var capture: Int?
     /// `--token-churn RATE`: the fraction of the token space the embedded gateway invalidates per second.
     public var tokenChurnPerSecond: Double?
+    /// `--stages`: a schedule of linear stages instead of a constant `--rps`.
+    public var stages: [RateSchedule.Stage]?
+    /// `--rate-file`: a recorded rate curve instead of a constant `--rps`.
+    public var rateFile: RateFileOption?
+    /// `--segment I/N`: run one agent's stripe of the schedule.
+    public var segment: SegmentOption?
+    /// `--start-at`: t0 as a wall-clock instant, ns since the Unix epoch.
+    public var startAtUnixNs: Int64?
+    /// `--start-late-ok`: a start time already past keeps the schedule; the missed requests go out late.
+    public var startLateOK = false
     /// The embedded gateway's configuration: `--gateway-arg`s with `--capture` and `--token-churn` (with
     /// `--target`, which refuses those, the defaults, unused).
     public var embeddedGateway = GatewayConfiguration()
@@ -91,6 +120,23 @@ public struct RunOptions: Equatable, Sendable {
 
     /// The `--encoder` names, as given.
     public var encoders: [String] { encoderVariants.map(\.rawValue) }
+
+    /// The measured phase's schedule when the rate changes (`--stages`, `--rate-file`, `--rps A..B`); nil
+    /// for a constant rate or the closed loop.
+    public var schedule: RateSchedule? {
+        if let stages { return RateSchedule(stages: stages) }
+        if let rateFile { return RateSchedule(stages: rateFile.stages) }
+        if case .ramp(let a, let b) = rate { return .ramp(from: a, to: b, durationNs: UInt64((durationSeconds * 1e9).rounded())) }
+        return nil
+    }
+
+    /// How summary.json and the reports name the schedule: the option and its text.
+    public var scheduleSpec: String? {
+        if let stages { return "--stages " + RateSchedule(stages: stages).stagesText }
+        if let rateFile { return "--rate-file " + rateFile.path }
+        if case .ramp(let a, let b) = rate { return "--rps \(RateSchedule.rateText(a))..\(RateSchedule.rateText(b))" }
+        return nil
+    }
 }
 
 /// `pushbench [run]`: a load run against --target or the embedded mock gateway.
@@ -119,12 +165,42 @@ public struct RunCommand: PushbenchCommand {
             .value("--protocol", "apns|fcm", \.pushProtocol, default: "apns", help: "push API to speak") { text, name throws(UsageError) in
                 try ValueParser.choice(text, option: name, [PushProtocol.apns, .fcm])
             },
-            .value("--rps", "N|max", \.rate, default: "1000", help: "open-loop rate, or closed loop as fast as possible") {
+            .value("--rps", "N|max|A..B", \.rate, default: "1000",
+                   help: "open-loop rate (500, 10k, 1.5M), closed loop as fast as possible (max), or a linear ramp over --duration (10k..200k)") {
                 text, name throws(UsageError) in
                 if text == "max" { return .max }
-                guard let n = Int(text) else { throw UsageError("\(name): '\(text)' is not a number or 'max'") }
-                guard n >= 1 && n <= 10_000_000 else { throw UsageError("\(name): \(n) is out of range (1...10000000)") }
-                return .perSecond(n)
+                let ends = text.components(separatedBy: "..")
+                do throws(ScheduleError) {
+                    if ends.count == 2 {
+                        let a = try RateSchedule.parseRate(ends[0]), b = try RateSchedule.parseRate(ends[1])
+                        guard a > 0 || b > 0 else { throw ScheduleError("'\(text)' never rises above 0") }
+                        return .ramp(from: a, to: b)
+                    }
+                    guard let n = try? RateSchedule.parseRate(text) else {
+                        throw ScheduleError("'\(text)' is not a rate (500, 10k, 1.5M), max, or a ramp (10k..200k)")
+                    }
+                    guard n >= 1 else { throw ScheduleError("0 is out of range (1...10000000)") }
+                    return .perSecond(n)
+                } catch {
+                    throw UsageError("\(name): \(error.description)")
+                }
+            },
+            .value("--stages", "LIST", \.stages,
+                   help: "a rate schedule instead of --rps and --duration: DURATION:RATE stages, each going linearly from the rate before it (0 at first) to its own, e.g. 30s:10k,60s:50k,30s:0; a 0s stage is a step") {
+                text, name throws(UsageError) in
+                do throws(ScheduleError) { return try RateSchedule.parseStages(text) } catch {
+                    throw UsageError("\(name): \(error.description)")
+                }
+            },
+            .value("--rate-file", "FILE", \.rateFile,
+                   help: "replay a recorded rate curve instead of --rps and --duration: CSV lines second,rate, each rate held until the next line's second (the last for one second)") {
+                text, name throws(UsageError) in
+                guard let data = FileManager.default.contents(atPath: text) else { throw UsageError("\(name): \(text): cannot read the file") }
+                do throws(ScheduleError) {
+                    return RateFileOption(path: text, stages: try RateSchedule.parseRateFile(String(decoding: data, as: UTF8.self), path: text))
+                } catch {
+                    throw UsageError("\(name): \(error.description)")
+                }
             },
             .value("--duration", "T", \.durationSeconds, default: "10s", help: "measured time: 10s, 500ms, 2m") {
                 text, name throws(UsageError) in
@@ -234,6 +310,27 @@ public struct RunCommand: PushbenchCommand {
                    help: "the embedded gateway invalidates this fraction of the tokens per time unit (e.g. 0.01/s); the client prunes tokens answered 410/UNREGISTERED") {
                 text, name throws(UsageError) in try GatewayConfiguration.tokenChurn(text, name)
             },
+            .value("--segment", "I/N", \.segment,
+                   help: "run agent I of N (0 ≤ I < N): the global requests g with g mod N = I, at their global intended times; --rps, --requests and the schedule are the whole run's") {
+                text, name throws(UsageError) in
+                let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+                guard parts.count == 2, let i = Int(parts[0]), let n = Int(parts[1]) else {
+                    throw UsageError("\(name): '\(text)' is not I/N (as in 0/4)")
+                }
+                guard n >= 1 && n <= 10_000 else { throw UsageError("\(name): \(n) agents is out of range (1...10000)") }
+                guard i >= 0 && i < n else { throw UsageError("\(name): \(i) is not an agent of \(n) (0...\(n - 1))") }
+                return SegmentOption(index: i, count: n)
+            },
+            .value("--start-at", "TIME", \.startAtUnixNs,
+                   help: "start the schedule (t0) at this wall-clock time, RFC 3339 (2026-12-01T10:00:00Z) or Unix seconds (1796119200.5): connect first, then wait") {
+                text, name throws(UsageError) in
+                guard let ns = StartTime.parse(text) else {
+                    throw UsageError("\(name): '\(text)' is not a time (RFC 3339 as in 2026-12-01T10:00:00Z, or Unix seconds as in 1796119200.5)")
+                }
+                return ns
+            },
+            .flag("--start-late-ok", \.startLateOK,
+                  help: "a --start-at already past keeps the schedule: the requests due since go out at once, their lateness in the corrected latency"),
             .flag("--quiet", \.quiet, help: "no progress line"),
             .flag("--json", \.json, help: "print summary.json to stdout"),
         ])
@@ -249,6 +346,8 @@ public struct RunCommand: PushbenchCommand {
         // --requests N asks for N pushes: no unasked-for warm-up traffic before them (against a real
         // endpoint those are real notifications), unless --warmup says so.
         if o.requests != nil && !a.contains("--warmup") { o.warmupSeconds = 0 }
+        try Self.checkSchedule(&o, a)
+        try Self.checkSegment(o)
         if o.noApnsID && o.pushProtocol == .fcm {
             throw UsageError("--no-apns-id: FCM requests carry no apns-id (it applies to --protocol apns)")
         }
@@ -266,6 +365,43 @@ public struct RunCommand: PushbenchCommand {
         }
         o.embeddedGateway = try Self.embeddedGateway(o)
         options = o
+    }
+
+    /// A schedule replaces --rps and --duration, and runs alone: no --requests, one encoder. One that starts
+    /// from 0 has no warm-up unless --warmup asks (it would idle): start with a 0s stage to warm up at a rate.
+    static func checkSchedule(_ o: inout RunOptions, _ a: ParsedArguments) throws(UsageError) {
+        let given = ["--stages", "--rate-file"].filter(a.contains)
+        if given.count > 1 { throw UsageError("--stages, --rate-file: give one schedule") }
+        if let option = given.first {
+            for other in ["--rps", "--duration", "--requests"] where a.contains(other) {
+                throw UsageError("\(other): \(option) sets the rate and the length; leave \(other) out")
+            }
+        }
+        guard let schedule = o.schedule else { return }
+        let option = given.first ?? "--rps"
+        if o.requests != nil { throw UsageError("--requests: \(option) sets how many requests; leave --requests out") }
+        if o.encoderVariants.count > 1 {
+            throw UsageError("--encoder: comparing encoders needs a constant --rps, not a schedule (\(option))")
+        }
+        o.durationSeconds = Double(schedule.durationNs) / 1e9
+        if schedule.initialRate == 0 && !a.contains("--warmup") { o.warmupSeconds = 0 }
+    }
+
+    /// --segment with --rps max splits --connections; --start-at must lie ahead unless --start-late-ok.
+    static func checkSegment(_ o: RunOptions) throws(UsageError) {
+        if let s = o.segment, o.rate == .max, o.connections < s.count {
+            throw UsageError("--connections: with --rps max each of the \(s.count) agents runs its share of \(o.connections) connections; give at least \(s.count)")
+        }
+        if let s = o.segment, o.encoderVariants.count > 1 {
+            throw UsageError("--encoder: comparing encoders is one process's work; not with --segment \(s.index)/\(s.count)")
+        }
+        if let at = o.startAtUnixNs, !o.startLateOK {
+            let late = WallClock.unixNanoseconds() - at
+            if late > 0 {
+                throw UsageError("--start-at: \(StartTime.format(at)) is \(late / 1_000_000_000) s in the past (give a time ahead, or --start-late-ok to keep the schedule and send the missed requests late)")
+            }
+        }
+        if o.startLateOK && o.startAtUnixNs == nil { throw UsageError("--start-late-ok: only with --start-at") }
     }
 
     /// The embedded gateway's configuration: the `--gateway-arg`s parsed with the gateway's own table,

@@ -46,7 +46,7 @@ struct RunExecution {
         /// A load run that could not start: exit 3 when the target was unreachable, else 1, and the
         /// message says which.
         init(_ error: LoadRunError) {
-            status = error.unreachable ? 3 : 1
+            status = error.badInput ? 2 : error.unreachable ? 3 : 1
             message = error.unreachable ? "target unreachable: \(error.description)" : error.description
         }
     }
@@ -153,6 +153,13 @@ struct RunExecution {
 }
 
 extension RunOptions {
+    /// `--connections`, or with `--rps max --segment I/N` agent I's share of them (the closed loop has no
+    /// schedule to split, so the agents split the connections that keep it busy).
+    var connectionsOfThisAgent: Int {
+        guard let s = segment, rate == .max else { return connections }
+        return connections / s.count + (s.index < connections % s.count ? 1 : 0)
+    }
+
     /// The load generator's configuration for these options against `host:port` (the encoder is left at
     /// its default; `pushbench run` and the encoder A/B set it per run or per round).
     func loadConfiguration(host: String, port: Int, authority: String, template: PayloadTemplate,
@@ -161,9 +168,20 @@ extension RunOptions {
         config.pushProtocol = pushProtocol
         if case .perSecond(let n) = rate { config.rate = n } else { config.rate = nil }
         config.durationNs = UInt64(durationSeconds * 1e9)
+        if let schedule {
+            config.schedule = schedule
+            config.rate = nil
+            config.durationNs = schedule.durationNs
+        }
+        if let segment {
+            config.segment = segment.index
+            config.segments = segment.count
+        }
+        config.startAtUnixNs = startAtUnixNs
+        config.startLateOK = startLateOK
         config.warmupNs = UInt64(warmupSeconds * 1e9)
         config.requests = requests
-        config.connections = connections
+        config.connections = connectionsOfThisAgent
         config.streams = streams
         config.threads = threads
         config.payloadLimit = limit

@@ -15,12 +15,20 @@ extension RunExecution {
     /// in the `ab` section).
     func makeRecord(_ r: LoadResult, config: LoadConfiguration, label: String, gatewayStats: GatewayStats?,
                     wholeProcess: Bool = true) -> RunRecord {
-        let settings = RunSettings(
+        var settings = RunSettings(
             requests: options.requests, warmupSeconds: options.warmupSeconds, tokens: config.tokens.count,
             payload: options.payloadFile ?? "default", retry: options.retries, sendOversize: options.sendOversize,
             apnsID: !options.noApnsID)
+        var rps = config.rate
+        if let schedule = config.schedule, let spec = options.scheduleSpec {
+            settings.schedule = ScheduleSettings(
+                spec: spec, stages: schedule.stages.map { (Double($0.durationNs) / 1e9, $0.from, $0.to) },
+                digest: schedule.digest, requests: schedule.totalRequests, peakRPS: schedule.peakRate)
+            // The contract's one rate: the schedule's mean, which the achieved rate is measured against.
+            rps = Int((Double(schedule.totalRequests) / (Double(schedule.durationNs) / 1e9)).rounded())
+        }
         let runConfig = RunConfig(
-            target: options.target ?? "embedded", protocolName: options.pushProtocol.rawValue, rps: config.rate,
+            target: options.target ?? "embedded", protocolName: options.pushProtocol.rawValue, rps: rps,
             durationSeconds: options.requests == nil ? options.durationSeconds : nil, connections: options.connections,
             streams: options.streams, threads: options.threads, encoder: config.encoder.rawValue, settings: settings)
         var record = RunRecord(label: label, startedAt: r.measuredStart, config: runConfig, version: PushbenchVersion.current)
@@ -58,6 +66,14 @@ extension RunExecution {
                 clientAttempts: m.sent + w.sent + m.retries + w.retries, clientAnswered: m.completed + w.completed,
                 gatewayReceived: Int(g.requests), fcm: Self.fcmReconciliation(g.fcm, m, w))
         }
+        d.start = RunStart(t0UnixNs: r.t0UnixNs, requested: options.startAtUnixNs != nil, lateOK: options.startLateOK,
+                           firstSendAfterT0Micros: r.firstSend.map { $0.afterT0Ns / 1000 },
+                           firstSendLateMicros: r.firstSend.map { $0.lateNs / 1000 })
+        if let s = options.segment {
+            d.segment = RunSegment(index: s.index, count: s.count, payloadDigest: payloadDigest, seed: options.seed)
+        }
+        d.host = Self.hostName
+        if let s = options.segment, let rate = rps { record.targetRPS = Double(rate) / Double(s.count) }
         record.details = d
         return record
     }
@@ -89,6 +105,23 @@ extension RunExecution {
         c.byStatus = t.statusCounts.mapValues { Int64($0) }
         c.byReason = t.reasonCounts.mapValues { Int64($0) }
         return c
+    }
+
+    /// The machine's name (gethostname: no name service lookup).
+    static var hostName: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "unknown" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A fingerprint of the payload template: FNV-1a of the file's bytes, or the default template's name.
+    var payloadDigest: String {
+        guard let path = options.payloadFile, let data = FileManager.default.contents(atPath: path) else {
+            return "default-\(options.pushProtocol.rawValue)-\(options.pushType.rawValue)"
+        }
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in data { h = (h ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return String(h, radix: 16)
     }
 
     static func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }

@@ -19,6 +19,13 @@ extension RunExecution {
         }
         printOut("  throughput \(f(record.achievedRPS, 1)) rps (\(target))  backlog max \(r.stats.maxBacklog)"
                  + "  client cpu \(f(record.cpuUserSeconds + record.cpuSystemSeconds, 2)) s")
+        if let spec = options.scheduleSpec, let schedule = options.schedule {
+            printOut("  schedule   \(spec): \(schedule.totalRequests) intended, peak \(schedule.peakRate) rps; timeline.csv has the target per second")
+        }
+        if let s = options.segment {
+            let late = r.firstSend.map { "; first send \(f(Double($0.afterT0Ns) / 1e6, 3)) ms after t0" } ?? ""
+            printOut("  segment    \(s.index)/\(s.count): every \(s.count == 1 ? "" : "\(s.count)th ")request of the run from t0 \(StartTime.format(r.t0UnixNs))\(late)")
+        }
         for (name, h) in [("latency   ", record.latency), ("service   ", record.serviceTime)] {
             let ms = { (v: Int64) in ProgressDisplay.milliseconds(Int(v)) }
             printOut("  \(name) p50 \(ms(h.valueAtPercentile(50)))  p90 \(ms(h.valueAtPercentile(90)))"

@@ -38,8 +38,31 @@ import Testing
         #expect(timelineSent.reduce(0, +) == 4000, "the warm-up stays out of the timeline")
         // The host's steal per second, read from /proc/stat beside the run: known for both full seconds.
         let rows = timeline.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
-        #expect(rows[0].last == "steal_ms")
-        for row in rows.dropFirst().prefix(2) { #expect(Int(row.last!) != nil, "\(row)") }
+        let steal = try #require(rows[0].firstIndex(of: "steal_ms"))
+        for row in rows.dropFirst().prefix(2) { #expect(Int(row[steal]) != nil, "\(row)") }
+        // The schedule's target beside what was sent: 2000 in each whole second.
+        #expect(rows[0].last == "target")
+        for row in rows.dropFirst().prefix(2) { #expect(row.last == "2000", "\(row)") }
+    }
+
+    @Test func aStagedRunSendsTheIntegralAndWritesTheTargetEachSecond() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        // 0 → 1k rps in 1 s (500 requests), then up to 3k in 1 s (2000): 2500, no warm-up (it starts from 0).
+        let r = try PushbenchBinary.run(["--stages", "1s:1k,1s:3k", "--out", out.path, "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.int(s, "requests", "sent") == 2_500)
+        #expect(PushbenchBinary.int(s, "warmup", "sent") == 0)
+        #expect(PushbenchBinary.int(s, "config", "schedule", "requests") == 2_500)
+        #expect(PushbenchBinary.int(s, "config", "rps") == 1_250, "the contract's rps is the schedule's mean")
+        #expect(PushbenchBinary.accountingHolds(s))
+        let timeline = try String(contentsOf: out.appendingPathComponent("latest/timeline.csv"), encoding: .utf8)
+        let rows = timeline.split(separator: "\n").dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        #expect(rows.prefix(2).map { String($0.last!) } == ["500", "2000"])
+        #expect(rows.compactMap { Int($0.last!) }.reduce(0, +) == 2_500)
+        let svg = try String(contentsOf: out.appendingPathComponent("latest/report.svg"), encoding: .utf8)
+        #expect(svg.contains("target / s (the schedule)"))
     }
 
     @Test func theEndSummaryShowsTheHostsShareBesideThePercentiles() throws {

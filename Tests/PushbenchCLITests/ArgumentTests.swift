@@ -52,7 +52,7 @@ import Testing
         #expect(run.options.rate == .max)
         #expect(run.options.encoders == ["copy", "zerocopy"])
         #expect(run.options.tokens == .synthetic(50))
-        #expect(throws: UsageError("--rps: 'fast' is not a number or 'max'")) {
+        #expect(throws: UsageError("--rps: 'fast' is not a rate (500, 10k, 1.5M), max, or a ramp (10k..200k)")) {
             _ = try RunCommand(arguments: ParsedArguments(["--rps", "fast"], options: RunCommand.options))
         }
         #expect(try RunCommand(arguments: ParsedArguments(["--no-apns-id"], options: RunCommand.options)).options.noApnsID)
