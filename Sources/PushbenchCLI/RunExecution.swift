@@ -82,7 +82,7 @@ struct RunExecution {
     /// The payload template, the tokens and the size limit, or exit 2 naming the file, line and reason.
     /// A template that can exceed the limit still loads: each request over it is counted PayloadTooLarge
     /// and not sent (or sent with --send-oversize), as the run's contract says.
-    private func loadInputs() throws(Failure) -> (PayloadTemplate, DeviceTokens, Int) {
+    func loadInputs() throws(Failure) -> (PayloadTemplate, DeviceTokens, Int) {
         let tokens: DeviceTokens
         switch options.tokens {
         case .synthetic(let n):
@@ -106,6 +106,32 @@ struct RunExecution {
 
     private func runOnce(encoder: EncoderVariant, label: String, template: PayloadTemplate, tokens: DeviceTokens,
                          limit: Int) throws(Failure) -> Int32 {
+        let (result, record, gatewayStats) = try measure(encoder: encoder, label: label, template: template, tokens: tokens, limit: limit)
+        let folder: URL
+        do {
+            folder = try ResultsWriter.write(record, root: URL(fileURLWithPath: options.outputRoot))
+        } catch {
+            throw Failure(status: 1, message: "cannot write the results: \(error)")
+        }
+        if options.capture != nil, let g = gatewayStats {
+            let file = folder.appendingPathComponent("capture.json")
+            do { try Data((g.fcm.captureJSON + "\n").utf8).write(to: file) } catch {
+                throw Failure(status: 1, message: "cannot write \(file.path): \(error)")
+            }
+        }
+        if options.json {
+            printOut(ResultsWriter.summaryJSON(record, runID: folder.lastPathComponent).render())
+        } else if !options.quiet {
+            printSummary(record, result: result, folder: folder)
+        }
+        return 0
+    }
+
+    /// One measured run, not yet written: the target (the embedded gateway started and stopped around it,
+    /// or `--target`), the load run with its progress line (Ctrl-C ends it early, what was measured kept),
+    /// and its record.
+    func measure(encoder: EncoderVariant, label: String, template: PayloadTemplate, tokens: DeviceTokens,
+                 limit: Int) throws(Failure) -> (LoadResult, RunRecord, GatewayStats?) {
         let (host, port, authority, gateway) = try startTarget()
         defer { gateway?.stop() }
 
@@ -130,25 +156,7 @@ struct RunExecution {
             printError("pushbench run: every token was answered as gone (\(result.stats.pruned.count) pruned); the run stopped early")
         }
 
-        let record = makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
-        let folder: URL
-        do {
-            folder = try ResultsWriter.write(record, root: URL(fileURLWithPath: options.outputRoot))
-        } catch {
-            throw Failure(status: 1, message: "cannot write the results: \(error)")
-        }
-        if options.capture != nil, let g = gatewayStats {
-            let file = folder.appendingPathComponent("capture.json")
-            do { try Data((g.fcm.captureJSON + "\n").utf8).write(to: file) } catch {
-                throw Failure(status: 1, message: "cannot write \(file.path): \(error)")
-            }
-        }
-        if options.json {
-            printOut(ResultsWriter.summaryJSON(record, runID: folder.lastPathComponent).render())
-        } else if !options.quiet {
-            printSummary(record, result: result, folder: folder)
-        }
-        return 0
+        return (result, makeRecord(result, config: config, label: label, gatewayStats: gatewayStats), gatewayStats)
     }
 }
 

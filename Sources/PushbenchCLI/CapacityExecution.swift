@@ -1,0 +1,246 @@
+import Foundation
+import LoadGenerator
+import PushMetrics
+import PushPayload
+import PushVocabulary
+
+/// One `pushbench capacity`: the steps of the search, each a measured run written to its own folder, then
+/// capacity.json, capacity.md and capacity.svg, and the answer in one line.
+struct CapacityExecution {
+    let command: CapacityCommand
+
+    private var options: CapacityOptions { command.options }
+    private var base: RunOptions { command.stepOptions }
+
+    /// A step as run: its number, rate, folder name, record and what the search made of it.
+    struct StepRun {
+        var number: Int
+        var folder: String
+        var record: RunRecord
+        var step: CapacityStep
+        var verdict: CapacityVerdict
+    }
+
+    func execute() -> Int32 {
+        do {
+            return try search()
+        } catch {
+            printError("pushbench capacity: \(error.message)")
+            return error.status
+        }
+    }
+
+    private func say(_ line: String) {
+        if base.json { printError(line) } else if !base.quiet { printOut(line) }
+    }
+
+    private func search() throws(RunExecution.Failure) -> Int32 {
+        let (template, tokens, limit) = try RunExecution(options: base).loadInputs()
+        let startedAt = Date()
+        let label = command.labelGiven ? base.label : "capacity"
+        let root = URL(fileURLWithPath: base.outputRoot)
+        let folder = try Self.newFolder(root: root, id: ResultsWriter.runID(startedAt: startedAt, label: label))
+        say("capacity search: \(options.objectives.map(\.description).joined(separator: ", ")), "
+            + "\(CapacitySearch.grouped(options.min))...\(CapacitySearch.grouped(options.max)) rps, "
+            + "\(Self.seconds(base.warmupSeconds)) warm-up + \(Self.seconds(options.stepSeconds)) per step; \(folder.path)")
+        var search = CapacitySearch(min: options.min, max: options.max, resolution: options.resolution, objectives: options.objectives)
+        var runs: [StepRun] = []
+        var interrupted = false
+        let began = Date()
+        while let rate = search.nextRate {
+            let number = runs.count + 1
+            var o = base
+            o.rate = .perSecond(rate)
+            o.durationSeconds = options.stepSeconds
+            o.quiet = true
+            o.json = false
+            o.label = "step"
+            let (result, record, _) = try RunExecution(options: o).measure(encoder: o.encoderVariants[0], label: o.label,
+                                                                           template: template, tokens: tokens, limit: limit)
+            let name = String(format: "step-%02d-%drps", number, rate)
+            do { try ResultsWriter.writeFolder(record, runID: name, to: folder.appendingPathComponent(name)) } catch {
+                throw RunExecution.Failure(status: 1, message: "cannot write \(name): \(error)")
+            }
+            let summary = ResultsWriter.summaryJSON(record, runID: name)
+            let step = Self.step(record, senderLimit: Self.senderLimit(summary), objectives: search.objectives)
+            search.record(step)
+            let verdict = search.steps.last!.verdict
+            runs.append(StepRun(number: number, folder: name, record: record, step: step, verdict: verdict))
+            say(Self.stepLine(runs.last!))
+            if result.interrupted { interrupted = true; break }
+        }
+        let elapsed = Date().timeIntervalSince(began)
+        let answer = search.answer
+        let sentence = answer.map { CapacitySearch.sentence($0, objectives: search.objectives, min: options.min, max: options.max) }
+            ?? "capacity: interrupted after \(runs.count) step\(runs.count == 1 ? "" : "s"); no answer"
+        let report = CapacityReport(command: command, objectives: search.objectives, runs: runs, answer: answer, sentence: sentence,
+                                    startedAt: startedAt, seconds: elapsed, interrupted: interrupted)
+        do { try report.write(to: folder) } catch {
+            throw RunExecution.Failure(status: 1, message: "cannot write the capacity report: \(error)")
+        }
+        if base.json { printOut(report.json.render()) } else { printOut(sentence) }
+        if !base.json && !base.quiet { printOut(folder.path) }
+        return 0
+    }
+
+    /// A new folder `root/id` (with `-2`, `-3`… when it exists).
+    static func newFolder(root: URL, id: String) throws(RunExecution.Failure) -> URL {
+        var candidate = root.appendingPathComponent(id)
+        var n = 2
+        while FileManager.default.fileExists(atPath: candidate.path) {
+            candidate = root.appendingPathComponent("\(id)-\(n)")
+            n += 1
+        }
+        do { try FileManager.default.createDirectory(at: candidate, withIntermediateDirectories: true) } catch {
+            throw RunExecution.Failure(status: 1, message: "\(candidate.path): cannot create the folder: \(error.localizedDescription)")
+        }
+        return candidate
+    }
+
+    /// What the search needs of a step's record (its own, or the merge of every agent's).
+    static func step(_ r: RunRecord, senderLimit: String?, objectives: [CapacityObjective]) -> CapacityStep {
+        let h = r.latency
+        var at: [Double: Int64] = [:]
+        for o in objectives {
+            if case .latency(let p) = o.metric { at[p] = p >= 100 ? h.max : h.valueAtPercentile(p) }
+        }
+        let c = r.counts
+        let errors = c.failed + c.transportErrors + c.unfinished
+        return CapacityStep(rate: r.config.rps ?? 0, achievedRPS: r.achievedRPS, p50: h.valueAtPercentile(50), p99: h.valueAtPercentile(99),
+                            p999: h.valueAtPercentile(99.9), latencyAt: at,
+                            errorRate: c.sent > 0 ? Double(errors) / Double(c.sent) : 1, senderLimit: senderLimit)
+    }
+
+    /// Whether the sender of the run `summary` (one agent's summary.json) fell behind its own schedule.
+    static func senderLimit(_ summary: JSONValue) -> String? {
+        func number(_ path: String) -> Double { summary.value(atPath: path)?.number ?? 0 }
+        let rate = Int(number("throughput.target_rps").rounded())
+        let threads = Int(number("config.threads"))
+        return CapacityStep.senderLimit(rate: rate, threads: threads, cpuSeconds: number("cpu.user_s") + number("cpu.sys_s"),
+                                        elapsedSeconds: number("config.warmup_s") + number("throughput.measured_s"),
+                                        maxBacklog: Int(number("backlog.max")), blocked: Int(number("backlog.blocked")))
+    }
+
+    static func stepLine(_ s: StepRun) -> String {
+        let st = s.step
+        let verdict = s.verdict == .held ? "held" : "\(s.verdict.name): \(s.verdict.why)"
+        return String(format: "  step %2d  %@ rps  achieved %@  p50 %@  p99 %@  p99.9 %@  errors %@  %@", s.number,
+                      CapacitySearch.grouped(st.rate), CapacitySearch.grouped(Int(st.achievedRPS.rounded())),
+                      CapacitySearch.ms(st.p50), CapacitySearch.ms(st.p99), CapacitySearch.ms(st.p999),
+                      CapacityReport.percent(st.errorRate), verdict)
+    }
+
+    static func seconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : String(format: "%.1f s", s) }
+}
+
+/// capacity.json, capacity.md and capacity.svg of a search.
+struct CapacityReport {
+    let command: CapacityCommand
+    let objectives: [CapacityObjective]
+    let runs: [CapacityExecution.StepRun]
+    let answer: CapacitySearch.Answer?
+    let sentence: String
+    let startedAt: Date
+    let seconds: Double
+    let interrupted: Bool
+
+    /// The latency the chart plots: the first latency objective's percentile, or p99.
+    var plotted: (percentile: Double, objective: CapacityObjective?) {
+        for o in objectives { if case .latency(let p) = o.metric { return (p, o) } }
+        return (99, nil)
+    }
+
+    var chartPoints: [CapacityChart.Point] {
+        runs.map { r in
+            let p = plotted.percentile
+            let v = r.step.latencyAt[p] ?? (p >= 100 ? r.record.latency.max : r.record.latency.valueAtPercentile(p))
+            return CapacityChart.Point(rate: Double(r.step.rate), latencyMicros: v, verdict: r.verdict.name)
+        }
+    }
+
+    var json: JSONValue {
+        let o = command.options, b = command.stepOptions
+        let knee = CapacityChart.knee(chartPoints)
+        let answerJSON: JSONValue = answer.map { a in
+            .object([
+                ("rps", a.rate.map { .int(Int64($0)) } ?? .null),
+                ("limited_by", .string(a.limit == .held ? "max" : a.limit.name)),
+                ("limit_rps", a.limitRate.map { .int(Int64($0)) } ?? .null),
+                ("why", .string(a.limit.why)),
+                ("line", .string(sentence)),
+            ])
+        } ?? .null
+        return .object([
+            ("tool", .string("pushbench")), ("kind", .string("capacity")), ("version", .string(PushbenchVersion.current)),
+            ("started_at", .string(ISO8601DateFormatter().string(from: startedAt))),
+            ("interrupted", .bool(interrupted)),
+            ("objectives", .array(objectives.map { .string($0.description) })),
+            ("min_rps", .int(Int64(o.min))), ("max_rps", .int(Int64(o.max))), ("resolution", .double(o.resolution)),
+            ("step_duration_s", .double(o.stepSeconds)), ("warmup_s", .double(b.warmupSeconds)),
+            ("target", .string(b.target ?? "embedded")), ("protocol", .string(b.pushProtocol.rawValue)),
+            ("connections", .int(Int64(b.connections))), ("streams", .int(Int64(b.streams))), ("threads", .int(Int64(b.threads))),
+            ("answer", answerJSON),
+            ("knee_rps", knee.map { .int(Int64($0.rate)) } ?? .null),
+            ("search_s", .double((seconds * 10).rounded() / 10)),
+            ("steps", .array(runs.map { r in
+                let s = r.step, c = r.record.counts
+                return .object([
+                    ("step", .int(Int64(r.number))), ("rps", .int(Int64(s.rate))),
+                    ("achieved_rps", .double((s.achievedRPS * 10).rounded() / 10)),
+                    ("p50_us", .int(s.p50)), ("p99_us", .int(s.p99)), ("p999_us", .int(s.p999)),
+                    ("max_us", .int(r.record.latency.max)),
+                    ("sent", .int(c.sent)), ("errors", .int(c.failed + c.transportErrors + c.unfinished)),
+                    ("error_rate", .double((s.errorRate * 1e6).rounded() / 1e6)),
+                    ("verdict", .string(r.verdict.name)), ("why", .string(r.verdict.why)),
+                    ("sender_limit", s.senderLimit.map { .string($0) } ?? .null),
+                    ("folder", .string(r.folder)),
+                ])
+            })),
+        ])
+    }
+
+    var markdown: String {
+        let o = command.options, b = command.stepOptions
+        var out = "# Capacity search\n\n**\(sentence)**\n\n"
+        out += "Objectives: \(objectives.map { "`\($0.description)`" }.joined(separator: ", ")). "
+        out += "Rates \(CapacitySearch.grouped(o.min))...\(CapacitySearch.grouped(o.max)) rps, resolution \(CapacityReport.percent(o.resolution)), "
+        out += "each step \(CapacityExecution.seconds(b.warmupSeconds)) of warm-up then \(CapacityExecution.seconds(o.stepSeconds)) measured; "
+        out += "target \(b.target ?? "embedded gateway"), \(b.pushProtocol.rawValue), \(b.connections) connections × \(b.streams) streams, "
+        out += "\(b.threads) driver thread\(b.threads == 1 ? "" : "s"). \(runs.count) steps in \(Int(seconds.rounded())) s"
+        out += interrupted ? " (interrupted).\n\n" : ".\n\n"
+        out += "| step | rate | achieved | p50 | p99 | p99.9 | errors | verdict | folder |\n|---|---|---|---|---|---|---|---|---|\n"
+        for r in runs {
+            let s = r.step
+            let verdict = r.verdict == .held ? "held" : "**\(r.verdict.name)**: \(r.verdict.why)"
+            out += "| \(r.number) | \(CapacitySearch.grouped(s.rate)) | \(CapacitySearch.grouped(Int(s.achievedRPS.rounded()))) "
+            out += "| \(CapacitySearch.ms(s.p50)) | \(CapacitySearch.ms(s.p99)) | \(CapacitySearch.ms(s.p999)) "
+            out += "| \(CapacityReport.percent(s.errorRate)) | \(verdict) | \(r.folder) |\n"
+        }
+        if let knee = CapacityChart.knee(chartPoints) {
+            out += "\nThe knee of the \(plottedName) curve is at \(CapacitySearch.grouped(Int(knee.rate))) rps (capacity.svg).\n"
+        }
+        return out
+    }
+
+    var plottedName: String {
+        let p = plotted.percentile
+        return p >= 100 ? "max" : p == p.rounded() ? "p\(Int(p))" : "p\(p)"
+    }
+
+    func write(to folder: URL) throws {
+        try Data((json.render() + "\n").utf8).write(to: folder.appendingPathComponent("capacity.json"))
+        try Data(markdown.utf8).write(to: folder.appendingPathComponent("capacity.md"))
+        let points = chartPoints
+        let subtitle = "\(objectives.map(\.description).joined(separator: ", ")) · target \(command.stepOptions.target ?? "embedded") · "
+            + "\(runs.count) steps of \(CapacityExecution.seconds(command.options.stepSeconds))"
+        let svg = CapacityChart.svg(title: "pushbench capacity: " + (answer?.rate.map { "\(CapacitySearch.grouped($0)) rps" } ?? "not found"),
+                                    subtitle: subtitle, points: points, latencyName: plottedName,
+                                    objective: plotted.objective.map { ($0.limit, $0.description) }, answer: answer?.rate.map(Double.init), knee: CapacityChart.knee(points))
+        try Data(svg.utf8).write(to: folder.appendingPathComponent("capacity.svg"))
+    }
+
+    static func percent(_ f: Double) -> String {
+        let v = f * 100
+        return (v == v.rounded() ? String(Int(v)) : String(format: v < 0.1 ? "%.3f" : "%.2f", v)) + "%"
+    }
+}

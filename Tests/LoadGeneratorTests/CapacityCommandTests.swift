@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+/// `pushbench capacity` end to end against the embedded gateway, with steps short enough for the suite.
+@Suite(.serialized) struct CapacityCommandTests {
+    private func capacityFolder(_ out: URL) throws -> URL {
+        let items = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix("-capacity") }
+        #expect(items.count == 1, "\(items)")
+        return out.appendingPathComponent(try #require(items.first))
+    }
+
+    @Test func aShortSearchWritesItsStepsTheReportAndTheChart() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["capacity", "--slo", "p99<1s", "--min", "500", "--max", "2k", "--step-duration", "300ms",
+                                         "--warmup", "100ms", "--out", out.path])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("capacity: 2,000 rps with p99<1s, error_rate<1%; --max 2,000 rps held"), "\(r.out)")
+        let folder = try capacityFolder(out)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("capacity.json"))) as? [String: Any])
+        let steps = try #require(json["steps"] as? [[String: Any]])
+        #expect(steps.map { $0["rps"] as? Int } == [500, 1_000, 2_000])
+        #expect(steps.allSatisfy { $0["verdict"] as? String == "held" })
+        #expect(PushbenchBinary.int(json, "answer", "rps") == 2_000)
+        #expect((json["answer"] as? [String: Any])?["limited_by"] as? String == "max")
+        for step in steps {
+            let name = try #require(step["folder"] as? String)
+            let summary = try #require(try JSONSerialization.jsonObject(
+                with: Data(contentsOf: folder.appendingPathComponent(name).appendingPathComponent("summary.json"))) as? [String: Any])
+            #expect(PushbenchBinary.int(summary, "config", "rps") == step["rps"] as? Int)
+            #expect(PushbenchBinary.accountingHolds(summary))
+            #expect(PushbenchBinary.int(summary, "warmup", "sent") > 0, "each step warms up")
+        }
+        let svg = try String(contentsOf: folder.appendingPathComponent("capacity.svg"), encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") || svg.hasPrefix("<?xml"))
+        #expect(svg.contains("objective p99&lt;1s"), "the objective's line is labelled")
+        #expect(svg.contains("capacity 2,000 rps"))
+        let md = try String(contentsOf: folder.appendingPathComponent("capacity.md"), encoding: .utf8)
+        #expect(md.contains("| 3 | 2,000 |"))
+    }
+
+    @Test func aSlowTargetStopsItAtTheObjective() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        // Every answer takes 20 ms: p99 < 5 ms never holds, not even at --min.
+        let r = try PushbenchBinary.run(["capacity", "--slo", "p99<5ms", "--min", "200", "--max", "1k", "--step-duration", "300ms",
+                                         "--warmup", "0s", "--gateway-arg=--latency=20ms", "--out", out.path, "--json"])
+        #expect(r.status == 0, "\(r.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let answer = try #require(json["answer"] as? [String: Any])
+        #expect(answer["rps"] is NSNull)
+        #expect(answer["limited_by"] as? String == "objective")
+        #expect((answer["line"] as? String)?.hasPrefix("capacity: below --min 200 rps: p99<5ms did not hold at 200 rps") == true)
+        #expect(FileManager.default.fileExists(atPath: try capacityFolder(out).appendingPathComponent("capacity.svg").path))
+    }
+
+    @Test func badObjectivesAreRefusedBeforeAnyTraffic() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        for (args, message) in [
+            (["capacity"], "--slo: give at least one objective"),
+            (["capacity", "--slo", "p98<5ms"], "'p98' is not a metric"),
+            (["capacity", "--slo", "p99<fast"], "--slo: p99<fast: 'fast' is not a duration"),
+            (["capacity", "--slo", "p99<1ms", "--rps", "5k"], "unknown option '--rps'"),
+            (["capacity", "--slo", "p99<1ms", "--min", "10k", "--max", "5k"], "--max: 5000 is below --min 10000"),
+            (["capacity", "--slo", "p99<1ms", "--segment", "0/2"], "--segment: agents of one capacity search share --start-at"),
+        ] {
+            let r = try PushbenchBinary.run(args + ["--out", out.path])
+            #expect(r.status == 2, "\(args)")
+            #expect(r.err.contains(message), "\(args): \(r.err)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty)
+    }
+}

@@ -1,0 +1,118 @@
+import Testing
+@testable import LoadGenerator
+
+/// The capacity search's decisions, driven by made-up targets instead of runs: where it ends and why.
+@Suite struct CapacitySearchTests {
+    static let p99Under5ms = CapacityObjective(metric: .latency(percentile: 99), limit: 5_000, description: "p99<5ms")
+
+    /// A step at `rate` against a target whose p99 is `p99(rate)` µs, failing `errors(rate)` of requests.
+    static func step(_ rate: Int, p99: Int64, errors: Double = 0, sender: String? = nil) -> CapacityStep {
+        CapacityStep(rate: rate, achievedRPS: Double(rate), p50: p99 / 4, p99: p99, p999: p99 * 2,
+                     latencyAt: [99: p99], errorRate: errors, senderLimit: sender)
+    }
+
+    /// Runs a search to its end against `target`; returns the answer and the rates it tried.
+    static func run(_ search: inout CapacitySearch, _ target: (Int) -> CapacityStep) -> (CapacitySearch.Answer, [Int]) {
+        var tried: [Int] = []
+        while let rate = search.nextRate {
+            tried.append(rate)
+            search.record(target(rate))
+        }
+        return (search.answer!, tried)
+    }
+
+    /// A target whose p99 stays at 1 ms until `knee`, then climbs steeply.
+    static func kneeAt(_ knee: Int) -> (Int) -> CapacityStep {
+        { rate in step(rate, p99: rate <= knee ? 1_000 : 1_000 + Int64(rate - knee) * 10) }
+    }
+
+    @Test func aMonotoneCurveEndsWithinTheResolutionBelowItsKnee() {
+        // p99 crosses 5 ms at 137,900 rps: 137,500 + 400 × 10 µs.
+        var search = CapacitySearch(min: 1_000, max: 1_000_000, resolution: 0.02, objectives: [Self.p99Under5ms])
+        let (answer, tried) = Self.run(&search, Self.kneeAt(137_500))
+        let rate = try! #require(answer.rate)
+        #expect(rate < 137_900 && Double(137_900 - rate) <= 0.02 * Double(rate), "\(rate)")
+        #expect(Array(tried.prefix(9)) == [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000], "doubling up")
+        #expect(tried.last == rate, "the answer is rerun to confirm it")
+        #expect(answer.limitRate! > rate && Double(answer.limitRate! - rate) <= 0.02 * Double(rate))
+        guard case .objective(let why) = answer.limit else { Issue.record("\(answer.limit)"); return }
+        #expect(why.hasPrefix("p99<5ms did not hold at "))
+        #expect(tried.count <= 20)
+        let line = CapacitySearch.sentence(answer, objectives: search.objectives, min: 1_000, max: 1_000_000)
+        #expect(line.hasPrefix("capacity: \(CapacitySearch.grouped(rate)) rps with p99<5ms, error_rate<1%; stopped by the objective: "))
+    }
+
+    @Test func aNoisyCurveIsNotTakenOnOneLuckyStep() {
+        // Near the knee the target sometimes passes a rate it cannot hold: 150k held once, then failed.
+        var seen: [Int: Int] = [:]
+        let target: (Int) -> CapacityStep = { rate in
+            seen[rate, default: 0] += 1
+            if rate >= 150_000 && rate < 160_000 && seen[rate] == 1 { return Self.step(rate, p99: 1_000) }   // lucky once
+            return Self.kneeAt(140_000)(rate)
+        }
+        var search = CapacitySearch(min: 10_000, max: 1_000_000, resolution: 0.02, objectives: [Self.p99Under5ms])
+        let (answer, tried) = Self.run(&search, target)
+        let rate = try! #require(answer.rate)
+        #expect(rate <= 140_400 && rate >= 140_400 - 3_000, "\(rate) after \(tried)")
+        // Every rate it answers with held in its last two samples.
+        let last = search.steps.filter { $0.step.rate == rate }.suffix(2)
+        #expect(last.count == 2 && last.allSatisfy { $0.verdict == .held })
+    }
+
+    @Test func anObjectiveThatNeverHoldsEndsAtTheFirstStep() {
+        var search = CapacitySearch(min: 1_000, max: 1_000_000, objectives: [Self.p99Under5ms])
+        let (answer, tried) = Self.run(&search) { Self.step($0, p99: 9_000) }
+        #expect(tried == [1_000])
+        #expect(answer.rate == nil)
+        #expect(answer.limitRate == 1_000)
+        #expect(CapacitySearch.sentence(answer, objectives: search.objectives, min: 1_000, max: 1_000_000)
+                == "capacity: below --min 1,000 rps: p99<5ms did not hold at 1,000 rps: p99 was 9 ms")
+    }
+
+    @Test func anObjectiveThatAlwaysHoldsEndsAtMax() {
+        var search = CapacitySearch(min: 1_000, max: 50_000, objectives: [Self.p99Under5ms])
+        let (answer, tried) = Self.run(&search) { Self.step($0, p99: 500) }
+        #expect(tried == [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 50_000])
+        #expect(answer.rate == 50_000 && answer.limit == .held && answer.limitRate == nil)
+        #expect(CapacitySearch.sentence(answer, objectives: search.objectives, min: 1_000, max: 50_000).contains("--max 50,000 rps held"))
+    }
+
+    @Test func errorsStopItWhenLatencyWouldNot() {
+        // Fast answers, but above 30k the target refuses 5% of requests: the default 1% error objective.
+        var search = CapacitySearch(min: 1_000, max: 1_000_000, objectives: [Self.p99Under5ms])
+        let (answer, _) = Self.run(&search) { Self.step($0, p99: 800, errors: $0 > 30_000 ? 0.05 : 0) }
+        #expect(answer.rate! <= 30_000 && answer.rate! >= 29_400)
+        guard case .errors(let why) = answer.limit else { Issue.record("\(answer.limit)"); return }
+        #expect(why.contains("error_rate<1% did not hold") && why.contains("5% of requests failed"), "\(why)")
+        // An error objective of the user's own replaces the default.
+        let lenient = CapacityObjective(metric: .errorRate, limit: 0.1, description: "error_rate<10%")
+        var tolerant = CapacitySearch(min: 1_000, max: 64_000, objectives: [Self.p99Under5ms, lenient])
+        #expect(Self.run(&tolerant) { Self.step($0, p99: 800, errors: $0 > 30_000 ? 0.05 : 0) }.0.rate == 64_000)
+    }
+
+    @Test func aSenderThatFallsBehindIsNeverTheTargetsCapacity() {
+        // The target would hold 500k; the sender cannot send more than 90k.
+        var search = CapacitySearch(min: 10_000, max: 1_000_000, objectives: [Self.p99Under5ms])
+        let (answer, _) = Self.run(&search) { rate in
+            rate > 90_000 ? Self.step(rate, p99: 30_000, sender: "its driver thread was busy 98% of the time") : Self.step(rate, p99: 900)
+        }
+        #expect(answer.rate! <= 90_000 && answer.rate! >= 88_000)
+        guard case .sender = answer.limit else { Issue.record("\(answer.limit)"); return }
+        let line = CapacitySearch.sentence(answer, objectives: search.objectives, min: 10_000, max: 1_000_000)
+        #expect(line.contains("stopped by the sender, not the target"), "\(line)")
+        #expect(line.contains("the target's capacity was not reached"))
+    }
+
+    @Test func theSendersOwnFiguresSayWhenItFellBehind() {
+        #expect(CapacityStep.senderLimit(rate: 100_000, threads: 1, cpuSeconds: 11.4, elapsedSeconds: 12,
+                                         maxBacklog: 10, blocked: 0) == "its driver thread was busy 95% of the time")
+        // 10 ms of the rate waiting with streams free: the sender's lag, not the target's.
+        #expect(CapacityStep.senderLimit(rate: 100_000, threads: 1, cpuSeconds: 6, elapsedSeconds: 12,
+                                         maxBacklog: 1_200, blocked: 0) == "up to 1,200 due requests waited with streams free")
+        // The same backlog while requests found every stream busy: the target held them.
+        #expect(CapacityStep.senderLimit(rate: 100_000, threads: 1, cpuSeconds: 6, elapsedSeconds: 12,
+                                         maxBacklog: 1_200, blocked: 35) == nil)
+        #expect(CapacityStep.senderLimit(rate: 100_000, threads: 2, cpuSeconds: 6, elapsedSeconds: 12,
+                                         maxBacklog: 40, blocked: 0) == nil)
+    }
+}
