@@ -269,7 +269,8 @@ public struct CapacitySearch: Sendable {
         return (v >= 100 ? String(Int(v.rounded())) : v >= 10 ? trim(v, 1) : trim(v, 2)) + " ms"
     }
 
-    static func percent(_ f: Double) -> String { trim(f * 100, f < 0.01 ? 3 : 2) + "%" }
+    /// A fraction as `0.05%`, `5%`.
+    public static func percent(_ f: Double) -> String { trim(f * 100, f < 0.01 ? 3 : 2) + "%" }
 
     private static func trim(_ v: Double, _ digits: Int) -> String {
         var p = 1.0

@@ -127,7 +127,7 @@ struct CapacityExecution {
         return String(format: "  step %2d  %@ rps  achieved %@  p50 %@  p99 %@  p99.9 %@  errors %@  %@", s.number,
                       CapacitySearch.grouped(st.rate), CapacitySearch.grouped(Int(st.achievedRPS.rounded())),
                       CapacitySearch.ms(st.p50), CapacitySearch.ms(st.p99), CapacitySearch.ms(st.p999),
-                      CapacityReport.percent(st.errorRate), verdict)
+                      CapacitySearch.percent(st.errorRate), verdict)
     }
 
     static func seconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : String(format: "%.1f s", s) }
@@ -203,7 +203,7 @@ struct CapacityReport {
         let o = command.options, b = command.stepOptions
         var out = "# Capacity search\n\n**\(sentence)**\n\n"
         out += "Objectives: \(objectives.map { "`\($0.description)`" }.joined(separator: ", ")). "
-        out += "Rates \(CapacitySearch.grouped(o.min))...\(CapacitySearch.grouped(o.max)) rps, resolution \(CapacityReport.percent(o.resolution)), "
+        out += "Rates \(CapacitySearch.grouped(o.min))...\(CapacitySearch.grouped(o.max)) rps, resolution \(CapacitySearch.percent(o.resolution)), "
         out += "each step \(CapacityExecution.seconds(b.warmupSeconds)) of warm-up then \(CapacityExecution.seconds(o.stepSeconds)) measured; "
         out += "target \(b.target ?? "embedded gateway"), \(b.pushProtocol.rawValue), \(b.connections) connections × \(b.streams) streams, "
         out += "\(b.threads) driver thread\(b.threads == 1 ? "" : "s"). \(runs.count) steps in \(Int(seconds.rounded())) s"
@@ -214,7 +214,7 @@ struct CapacityReport {
             let verdict = r.verdict == .held ? "held" : "**\(r.verdict.name)**: \(r.verdict.why)"
             out += "| \(r.number) | \(CapacitySearch.grouped(s.rate)) | \(CapacitySearch.grouped(Int(s.achievedRPS.rounded()))) "
             out += "| \(CapacitySearch.ms(s.p50)) | \(CapacitySearch.ms(s.p99)) | \(CapacitySearch.ms(s.p999)) "
-            out += "| \(CapacityReport.percent(s.errorRate)) | \(verdict) | \(r.folder) |\n"
+            out += "| \(CapacitySearch.percent(s.errorRate)) | \(verdict) | \(r.folder) |\n"
         }
         if let knee = CapacityChart.knee(chartPoints) {
             out += "\nThe knee of the \(plottedName) curve is at \(CapacitySearch.grouped(Int(knee.rate))) rps (capacity.svg).\n"
@@ -237,10 +237,5 @@ struct CapacityReport {
                                     subtitle: subtitle, points: points, latencyName: plottedName,
                                     objective: plotted.objective.map { ($0.limit, $0.description) }, answer: answer?.rate.map(Double.init), knee: CapacityChart.knee(points))
         try Data(svg.utf8).write(to: folder.appendingPathComponent("capacity.svg"))
-    }
-
-    static func percent(_ f: Double) -> String {
-        let v = f * 100
-        return (v == v.rounded() ? String(Int(v)) : String(format: v < 0.1 ? "%.3f" : "%.2f", v)) + "%"
     }
 }
