@@ -34,10 +34,18 @@ protocol ByteTransport: AnyObject {
     var owner: ByteTransportOwner? { get set }
     /// Writes `count` iovecs as one batch. The array may be modified in place while pending.
     func write(_ iov: UnsafeMutablePointer<uv_buf_t>, count: Int) -> WriteOutcome
-    /// Starts delivering reads to the owner.
+    /// Starts (or resumes) delivering reads to the owner.
     func startReading()
+    /// Stops delivering reads until `startReading()` (back-pressure on a peer that does not read).
+    func stopReading()
     /// Closes the transport; pending writes are cancelled; `transportDidClose(error)` is called now unless `notify` is false.
     func close(_ error: TransportError?, notify: Bool)
     /// The peer's address for messages, e.g. `127.0.0.1:54321` (allocates: not for the request path).
     func peerName() -> String
+}
+
+extension ByteTransport {
+    /// A transport that cannot pause reads ignores the request: the session stays correct, only
+    /// without back-pressure.
+    func stopReading() {}
 }

@@ -1,5 +1,6 @@
 import CNGHTTP2
 import CUV
+import Glibc
 
 /// An HTTP/2 server on one `EventLoop`: h2c (prior knowledge) on cleartext, HTTP/2 over TLS when the
 /// configuration has a `TLSServerContext`.
@@ -28,6 +29,15 @@ public final class HTTP2Server {
     private var pending: [ObjectIdentifier: PendingServerConnection] = [:]
     /// Where connections that chose HTTP/1.1 go; nil refuses them (HTTP/2 only).
     var http1: ServerSessionStarter?
+    /// The same connections in an array the timeout sweep walks by index (no allocation per sweep);
+    /// each connection knows its position.
+    private var sweepList: [HTTP2ServerConnection] = []
+    private var sweepTimer: LoopTimer?
+    /// Connections closed since memory was last given back to the system (see `sweep`).
+    private var closedSinceTrim = 0
+    private var lastTrim: UInt64 = 0
+    /// Request body bytes held by every connection of this server (``ServerLimits/maxBodyMemory``).
+    var bodyBytesHeld = 0
     private var nextID: UInt64 = 0
     private var shutdownDone: (() -> Void)?
     private var shuttingDown = false
@@ -54,9 +64,18 @@ public final class HTTP2Server {
         self.configuration = configuration
         self.delegate = delegate
         currentMaxConcurrentStreams = configuration.maxConcurrentStreams
+        sweepList.reserveCapacity(64)
+        let interval = configuration.limits.sweepIntervalMilliseconds
+        if interval > 0 {
+            let timer = LoopTimer(loop: loop) { [unowned self] in self.sweep() }
+            timer.setKeepsLoopAlive(false)
+            timer.start(afterMilliseconds: interval, repeatMilliseconds: interval)
+            sweepTimer = timer
+        }
     }
 
     deinit {
+        sweepTimer = nil
         closeListener()
         closePending()
         for c in connections.values {
@@ -84,8 +103,14 @@ public final class HTTP2Server {
         r = withUnsafePointer(to: &addr) { uv_tcp_bind(l, pb_sockaddr($0), 0) }
         if r != 0 { closeListener(); throw TransportError(uv: r, "uv_tcp_bind") }
         r = uv_listen(pb_tcp_as_stream(l), configuration.backlog) { s, status in
-            guard let s, let data = s.pointee.data, status == 0 else { return }
-            Unmanaged<HTTP2Server>.fromOpaque(data).takeUnretainedValue().accept()
+            guard let s, let data = s.pointee.data else { return }
+            let server = Unmanaged<HTTP2Server>.fromOpaque(data).takeUnretainedValue()
+            if status == 0 {
+                server.accept()
+            } else if status == UV_EMFILE.rawValue || status == UV_ENFILE.rawValue {
+                // libuv has accepted and closed the connection with its spare descriptor: say so.
+                server.delegate?.server(server, connection: nil, didEnforce: .descriptors)
+            }
         }
         if r != 0 { closeListener(); throw TransportError(uv: r, "uv_listen") }
         self.port = Int(pb_tcp_bound_port(l))
@@ -116,6 +141,20 @@ public final class HTTP2Server {
         }
     }
 
+    /// Whether a new connection may be served; false (and reported) when the cap is reached. The place
+    /// taken goes with the accepted transport, which gives it back when it closes.
+    private func takeCapPlace(_ t: ByteTransport) -> Bool {
+        guard let cap = configuration.connectionCap else { return true }
+        guard cap.acquire() else {
+            delegate?.server(self, connection: nil, didEnforce: .connections)
+            return false
+        }
+        if let tcp = t as? TCPTransport { tcp.capPlace = cap }
+        else if let memory = t as? InMemoryTransport { memory.capPlace = cap }
+        else { cap.release() }
+        return true
+    }
+
     /// Serves `transport`, one end of an in-memory pair, as a connection accepted like any other
     /// (the other end goes to `HTTP2ClientConnection.connect(over:)` or is driven by hand), over TLS
     /// when the configuration has it. Returns the connection, or nil when its session did not start
@@ -130,6 +169,13 @@ public final class HTTP2Server {
     /// otherwise a pending connection that chooses it. Returns the session when it started now.
     @discardableResult
     private func serve(_ plain: ByteTransport) -> HTTP2ServerConnection? {
+        // Past the cap the connection is closed at once: the client sees it end instead of waiting in
+        // the listen backlog, and the server keeps its descriptors and memory. The place is the
+        // transport's (whatever protocol it comes to speak) until it closes.
+        guard takeCapPlace(plain) else {
+            plain.close(nil, notify: false)
+            return nil
+        }
         connectionsTotal += 1
         guard let t = secured(plain) else { return nil }
         let isTLS = t is SecureTransport
@@ -147,6 +193,8 @@ public final class HTTP2Server {
         nextID += 1
         let c = HTTP2ServerConnection(server: self, id: nextID, transport: t)
         connections[c.id] = c
+        c.sweepIndex = sweepList.count
+        sweepList.append(c)
         if !c.start() {
             c.close()
             return nil
@@ -188,10 +236,43 @@ public final class HTTP2Server {
 
     func connectionClosed(_ c: HTTP2ServerConnection, _ error: TransportError) {
         guard connections.removeValue(forKey: c.id) != nil else { return }
+        removeFromSweep(c)
+        closedSinceTrim += 1
         delegate?.server(self, connectionDidClose: c, error: error)
         if shuttingDown && connections.isEmpty, let done = shutdownDone {
             shutdownDone = nil
             done()
+        }
+    }
+
+    private func removeFromSweep(_ c: HTTP2ServerConnection) {
+        let i = c.sweepIndex
+        guard i >= 0, i < sweepList.count, sweepList[i] === c else { return }
+        let last = sweepList.count - 1
+        if i != last {
+            sweepList[i] = sweepList[last]
+            sweepList[i].sweepIndex = i
+        }
+        sweepList.removeLast()
+        c.sweepIndex = -1
+    }
+
+    /// The timeouts of every connection (ServerLimits), then memory back to the system after many
+    /// connections closed: freed memory stays in the allocator's free lists otherwise, and a gateway
+    /// that once held 10,000 connections would keep their memory for good. At most once a second.
+    private func sweep() {
+        let now = loop.now
+        // Backwards: a connection the sweep closes swaps the last one (already visited) into its place.
+        var i = sweepList.count - 1
+        while i >= 0 {
+            if i < sweepList.count { sweepList[i].sweep(now: now) }
+            i -= 1
+        }
+        if closedSinceTrim > 0 && (closedSinceTrim >= 100 || connections.isEmpty) && now &- lastTrim >= 1_000_000_000 {
+            closedSinceTrim = 0
+            lastTrim = now
+            loop.nghttp2Memory.trimPool()
+            malloc_trim(0)
         }
     }
 

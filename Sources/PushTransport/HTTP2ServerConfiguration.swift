@@ -14,14 +14,21 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var stagingCapacity: Int = 64 * 1024
     /// iovecs per write batch.
     public var iovCapacity: Int = 1024
-    /// Request bodies larger than this are reset with RST_STREAM(CANCEL): not REFUSED_STREAM, which would
-    /// tell the client the request was not processed and may be retried.
-    public var maxRequestBodySize: Int = 1 << 20
     /// Bounds the time from accept to a chosen protocol (the TLS handshake, the first bytes when they
     /// decide); a connection that takes longer is refused.
     public var protocolSelectionTimeoutMilliseconds: UInt64 = 10_000
     /// TLS for every connection (listened or accepted in memory); nil serves cleartext (h2c).
     public var tls: TLSServerContext?
+    /// The bounds every connection is held to: header and body bytes, back-pressure, timeouts.
+    public var limits = ServerLimits()
+    /// Open connections across every server sharing it (a gateway's loops); nil: no cap. A connection
+    /// accepted past it is closed at once.
+    public var connectionCap: ConnectionCap?
+    /// Request bodies larger than this are reset with RST_STREAM(CANCEL) (``ServerLimits/maxRequestBodySize``).
+    public var maxRequestBodySize: Int {
+        get { limits.maxRequestBodySize }
+        set { limits.maxRequestBodySize = newValue }
+    }
     /// Creates the defaults.
     public init() {}
 }

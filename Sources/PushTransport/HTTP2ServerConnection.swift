@@ -16,19 +16,42 @@ public final class HTTP2ServerConnection: HTTP2Session {
     /// The slot of the HEADERS block being received (saves a stream lookup per header field).
     private var headerSlot: UnsafeMutablePointer<ServerSlot>?
     private var headerStreamID: Int32 = 0
-    private let maxRequestBodySize: Int
     private var peerSettingsSeen = false
     /// What the TLS handshake settled (version, cipher, ALPN, SNI, the client's certificate and whether
     /// it verified); nil on cleartext.
     public let tls: TLSConnectionInfo?
 
+    // Limits (ServerLimits): what this connection holds and how it behaves, in plain integers.
+    let limits: ServerLimits
+    /// Header bytes (as SETTINGS_MAX_HEADER_LIST_SIZE counts them) of the requests whose slots are held.
+    private(set) var headerBytesHeld = 0
+    /// Request body bytes of the requests whose slots are held.
+    private(set) var bodyBytesHeld = 0
+    /// Streams with a slot (open, or closed with their last bytes still being written).
+    private(set) var openStreams = 0
+    /// Requests begun and not yet settled (delivered, refused or reset): the request timeout looks at these.
+    private var incompleteRequests = 0
+    /// When the connection was accepted, and when a stream last began or ended (idle timeout).
+    private let openedAt: UInt64
+    private var lastStreamActivity: UInt64
+    private var idleGoAwaySent = false
+    /// Frames that carry no request, counted in windows of about a second.
+    private var controlFrames = 0
+    private var controlWindowStart: UInt64 = 0
+    /// Reading is paused until the queued frames drain (a client that does not read).
+    private var readPaused = false
+    /// Position in the server's sweep list (-1: not in it).
+    var sweepIndex = -1
+
     init(server: HTTP2Server, id: UInt64, transport: ByteTransport) {
         self.owner = server
         self.id = id
         let c = server.configuration
-        maxRequestBodySize = c.maxRequestBodySize
+        limits = c.limits
         tls = (transport as? SecureTransport)?.connectionInfo
         slots = StreamSlotPool(streams: c.maxConcurrentStreams)
+        openedAt = server.loop.now
+        lastStreamActivity = openedAt
         super.init(loop: server.loop, stagingCapacity: c.stagingCapacity, iovCapacity: c.iovCapacity)
         self.transport = transport
         transport.owner = self
@@ -40,7 +63,8 @@ public final class HTTP2ServerConnection: HTTP2Session {
         let c = owner.configuration
         let r = startSession(asServer: true,
                              settings: LocalSettings(maxConcurrentStreams: owner.currentMaxConcurrentStreams,
-                                                     initialWindowSize: c.initialWindowSize),
+                                                     initialWindowSize: c.initialWindowSize,
+                                                     maxHeaderListSize: c.limits.maxHeaderListSize),
                              connectionWindowSize: c.connectionWindowSize,
                              receiveCallbacks: HTTP2ServerConnection.installReceiveCallbacks)
         if r != 0 { return false }
@@ -61,6 +85,14 @@ public final class HTTP2ServerConnection: HTTP2Session {
         }
         nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, ud in
             HTTP2ServerConnection.withServer(ud) { $0.header(frame!, name!, namelen, value!, valuelen) }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cbs) { _, _, code, ud in
+            HTTP2ServerConnection.withServer(ud) { c in
+                c.lastProtocolError = TransportError(kind: .protocolError, code: code, function: "nghttp2_session_mem_recv")
+                // A stream of frames nghttp2 rejects one by one is a flood like any other.
+                c.countControlFrame()
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
@@ -87,6 +119,10 @@ public final class HTTP2ServerConnection: HTTP2Session {
         let s = slots.acquire { ServerSlot() }
         s.pointee.reset()
         s.pointee.streamID = pb_frame_stream_id(frame)
+        s.pointee.startedAt = ioTime
+        openStreams += 1
+        incompleteRequests += 1
+        lastStreamActivity = ioTime
         headerSlot = s
         headerStreamID = s.pointee.streamID
         nghttp2_session_set_stream_user_data(session, s.pointee.streamID, UnsafeMutableRawPointer(s))
@@ -95,7 +131,23 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
                         _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
-        guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
+        guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.rejection == .none else { return }
+        // Counted as SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113 6.5.2), on the fields as nghttp2 hands
+        // them over decoded: a small HPACK block that references one large table entry many times is
+        // stopped here, before its decoded size is stored.
+        let size = namelen + valuelen + 32
+        s.pointee.headerBytes += size
+        headerBytesHeld += size
+        if s.pointee.headerBytes > limits.maxHeaderListSize {
+            s.pointee.rejection = .headersTooLarge
+            settle(s)
+            report(.headerListSize)
+            return
+        }
+        if headerBytesHeld > limits.maxHeaderMemoryPerConnection {
+            reset(s, NGHTTP2_REFUSED_STREAM.rawValue, .headerMemory)
+            return
+        }
         let vo = s.pointee.reqStore.append(value, valuelen)
         if namelen > 0 && name[0] == UInt8(ascii: ":") {
             switch (namelen, name[1]) {
@@ -113,11 +165,21 @@ public final class HTTP2ServerConnection: HTTP2Session {
     }
 
     private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
-        guard let s = slot(for: streamID) else { return 0 }
-        if s.pointee.reqBody.count + len > maxRequestBodySize {
-            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
+        guard let s = slot(for: streamID), s.pointee.rejection == .none else { return 0 }
+        if s.pointee.reqBody.count + len > limits.maxRequestBodySize {
+            reset(s, NGHTTP2_CANCEL.rawValue, .requestBodySize)
             return 0
         }
+        if bodyBytesHeld + len > limits.maxBodyMemoryPerConnection {
+            reset(s, NGHTTP2_ENHANCE_YOUR_CALM.rawValue, .bodyMemoryPerConnection)
+            return 0
+        }
+        if owner.bodyBytesHeld + len > limits.maxBodyMemory {
+            reset(s, NGHTTP2_REFUSED_STREAM.rawValue, .bodyMemory)
+            return 0
+        }
+        bodyBytesHeld += len
+        owner.bodyBytesHeld += len
         s.pointee.reqBody.append(data, len)
         return 0
     }
@@ -126,11 +188,26 @@ public final class HTTP2ServerConnection: HTTP2Session {
         let type = UInt32(pb_frame_type(frame))
         let flags = pb_frame_flags(frame)
         switch type {
-        case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
-            guard flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
-                  let s = slot(for: pb_frame_stream_id(frame)) else { return }
+        case NGHTTP2_HEADERS.rawValue:
+            guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
+            s.pointee.headersDone = true
+            if s.pointee.rejection == .headersTooLarge {
+                // 431, as a server that will not read a header section this large answers (RFC 9113
+                // 10.5.1). A body still on its way is dropped as it arrives.
+                respond(to: s.pointee.streamID, status: 431)
+                s.pointee.rejection = .done
+                return
+            }
+            if flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 { deliver(s) }
+        case NGHTTP2_DATA.rawValue:
+            if flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) == 0 {
+                if pb_frame_length(frame) == 0 { countControlFrame() }
+                return
+            }
+            guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
             deliver(s)
         case NGHTTP2_SETTINGS.rawValue:
+            countControlFrame()
             if flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { return }
             if peerSettingsSeen {
                 owner.delegate?.server(owner, connection: self, didUpdatePeerSettings: remoteSettings())
@@ -139,13 +216,16 @@ public final class HTTP2ServerConnection: HTTP2Session {
         case NGHTTP2_GOAWAY.rawValue:
             owner.delegate?.server(owner, connection: self, didReceiveGoAway: HTTP2GoAway(frame: frame))
         default:
-            break
+            // PING, WINDOW_UPDATE, PRIORITY, RST_STREAM: nothing to do but count them.
+            countControlFrame()
         }
     }
 
     private func deliver(_ s: UnsafeMutablePointer<ServerSlot>) {
         headerSlot = nil
         headerStreamID = 0
+        guard s.pointee.rejection == .none, !s.pointee.settled else { return }
+        settle(s)
         owner.requestsReceived &+= 1
         let base = UnsafeRawPointer(s.pointee.reqStore.base)
         let p = s.pointee.pseudo
@@ -175,12 +255,133 @@ public final class HTTP2ServerConnection: HTTP2Session {
     }
 
     override func releaseSlot(_ slot: UnsafeMutableRawPointer) {
-        slots.release(slot.assumingMemoryBound(to: ServerSlot.self))
+        freeSlot(slot.assumingMemoryBound(to: ServerSlot.self))
+    }
+
+    /// Returns a slot to the pool: what it held leaves the budgets, and stores an unusually large request
+    /// grew are given back.
+    @inline(__always) private func freeSlot(_ s: UnsafeMutablePointer<ServerSlot>) {
+        guard s.pointee.active else { return }
+        settle(s)
+        openStreams -= 1
+        lastStreamActivity = ioTime
+        headerBytesHeld -= s.pointee.headerBytes
+        let body = s.pointee.reqBody.count
+        if body > 0 {
+            bodyBytesHeld -= body
+            if !detached { owner.bodyBytesHeld -= body }
+        }
+        if s.pointee.reqStore.capacity > ServerSlot.keptStoreBytes || s.pointee.reqBody.capacity > ServerSlot.keptStoreBytes {
+            s.pointee.reqStore.shrink(above: ServerSlot.keptStoreBytes, to: 512)
+            s.pointee.reqBody.shrink(above: ServerSlot.keptStoreBytes, to: 256)
+        }
+        slots.release(s)
+    }
+
+    /// Counts a request out of the incomplete ones (once).
+    @inline(__always) private func settle(_ s: UnsafeMutablePointer<ServerSlot>) {
+        if s.pointee.settled { return }
+        s.pointee.settled = true
+        incompleteRequests -= 1
+    }
+
+    /// Resets a request a limit refused; whatever else arrives for it is dropped.
+    private func reset(_ s: UnsafeMutablePointer<ServerSlot>, _ code: UInt32, _ limit: ServerLimit) {
+        s.pointee.rejection = .done
+        settle(s)
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.pointee.streamID, code)
+        scheduleFlush()
+        report(limit)
+    }
+
+    @inline(__always) private func report(_ limit: ServerLimit) {
+        if !detached { owner.delegate?.server(owner, connection: self, didEnforce: limit) }
+    }
+
+    /// Counts a frame that carries no request; past the per-second budget the connection is told to calm
+    /// down and closed. The window restarts at the first frame over the budget a second or more after it
+    /// began, so a steady client never trips it.
+    @inline(__always) func countControlFrame() {
+        controlFrames &+= 1
+        if controlFrames <= limits.maxControlFramesPerSecond { return }
+        if ioTime &- controlWindowStart >= 1_000_000_000 {
+            controlWindowStart = ioTime
+            controlFrames = 1
+            return
+        }
+        calm(.controlFrames)
+    }
+
+    /// GOAWAY(ENHANCE_YOUR_CALM): nghttp2 reads nothing more from the client, sends the GOAWAY and the
+    /// connection closes; `closeNow` closes it at once (the client is not reading, so nothing can be sent).
+    private func calm(_ limit: ServerLimit, closeNow: Bool = false) {
+        guard let session, !isClosed else { return }
+        report(limit)
+        nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        if closeNow { close() } else { scheduleFlush() }
     }
 
     override func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
         owner.bytesIn &+= UInt64(bytes.count)
         super.transportDidRead(bytes)
+        // Back-pressure: a client that sends faster than it reads what it is answered (or that reads
+        // nothing) gets no more of its input processed until its answers drain.
+        if let session, !isClosed, nghttp2_session_get_outbound_queue_size(session) > limits.maxOutboundFrames {
+            if !readPaused {
+                readPaused = true
+                transport?.stopReading()
+                report(.outboundQueue)
+            }
+        }
+    }
+
+    override func flush() {
+        super.flush()
+        if readPaused { resumeReadingIfDrained() }
+    }
+
+    private func resumeReadingIfDrained() {
+        guard let session, !isClosed, !writePending,
+              nghttp2_session_get_outbound_queue_size(session) <= limits.maxOutboundFrames / 2 else { return }
+        readPaused = false
+        transport?.startReading()
+    }
+
+    /// The timeouts, checked by the server's sweep: the handshake, a write the client does not read,
+    /// requests that do not finish, and an idle connection.
+    func sweep(now: UInt64) {
+        if isClosed || session == nil { return }
+        if !peerSettingsSeen {
+            if limits.handshakeTimeoutNanos > 0 && now &- openedAt > limits.handshakeTimeoutNanos {
+                report(.handshakeTimeout)
+                close()
+            }
+            return
+        }
+        if writePending && limits.writeTimeoutNanos > 0 && now &- writePendingSince > limits.writeTimeoutNanos {
+            calm(.writeTimeout, closeNow: true)
+            return
+        }
+        if incompleteRequests > 0 && limits.requestTimeoutNanos > 0 {
+            var i = 0
+            while i < slots.count {
+                let s = slots[i]
+                i += 1
+                guard s.pointee.active, !s.pointee.settled, now &- s.pointee.startedAt > limits.requestTimeoutNanos else { continue }
+                if !s.pointee.headersDone {
+                    // A header block that never ends holds the whole connection (nothing else may be sent
+                    // on it until its CONTINUATION arrives): close it.
+                    calm(.requestTimeout)
+                    return
+                }
+                reset(s, NGHTTP2_CANCEL.rawValue, .requestTimeout)
+            }
+        }
+        if openStreams == 0 && !idleGoAwaySent && limits.idleTimeoutNanos > 0 && now &- lastStreamActivity > limits.idleTimeoutNanos {
+            idleGoAwaySent = true
+            report(.idleTimeout)
+            limits.idleGoAwayDebugData.withUnsafeBytes { goAway(errorCode: 0, debugData: $0) }
+        }
     }
 
     override func didClose(_ error: TransportError) {
@@ -190,8 +391,9 @@ public final class HTTP2ServerConnection: HTTP2Session {
             let s = slots[i]
             i += 1
             if !s.pointee.active { continue }
-            slots.release(s)
-            if !s.pointee.responded && !detached {
+            let answered = s.pointee.responded
+            freeSlot(s)
+            if !answered && !detached {
                 s.pointee.responded = true
                 owner.delegate?.server(owner, connection: self, streamDidClose: s.pointee.streamID,
                                         errorCode: NGHTTP2_CANCEL.rawValue)

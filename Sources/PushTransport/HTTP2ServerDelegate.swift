@@ -15,6 +15,10 @@ public protocol HTTP2ServerDelegate: AnyObject {
     /// A connection was refused before any session started; `reason` says why (e.g. `it offers only
     /// http/1.1 (ALPN); this server speaks h2`, `TLS handshake: …`), `peer` is its address.
     func server(_ server: HTTP2Server, didRefuseConnectionFrom peer: String, reason: String)
+    /// A bound of ``ServerLimits`` was enforced on `connection` (nil: on the listener, for
+    /// ``ServerLimit/connections`` and ``ServerLimit/descriptors``). Called each time; a logger says the
+    /// first of each kind.
+    func server(_ server: HTTP2Server, connection: HTTP2ServerConnection?, didEnforce limit: ServerLimit)
 }
 
 extension HTTP2ServerDelegate {
@@ -30,4 +34,5 @@ extension HTTP2ServerDelegate {
     public func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, streamDidClose streamID: Int32, errorCode: UInt32) {}
     /// Default: ignore.
     public func server(_ server: HTTP2Server, didRefuseConnectionFrom peer: String, reason: String) {}
+    public func server(_ server: HTTP2Server, connection: HTTP2ServerConnection?, didEnforce limit: ServerLimit) {}
 }

@@ -16,15 +16,24 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
     /// clock read per batch instead of several per stream).
     var ioTime: UInt64 = 0
 
-    // Output batch: staged copies (control frames, DATA frame headers) and borrowed body ranges.
-    private let staging: UnsafeMutableRawPointer
-    private let stagingCapacity: Int
+    // Output batch: staged copies (control frames, DATA frame headers) and borrowed body ranges. Both
+    // buffers start small (an idle connection costs little) and double, between batches, up to their
+    // configured size whenever a batch found them full: a busy connection reaches its size in its first
+    // batches and never allocates again.
+    private var staging: UnsafeMutableRawPointer
+    private var stagingCapacity: Int
+    private let stagingLimit: Int
     private var stagedUsed = 0
-    private let iov: UnsafeMutablePointer<uv_buf_t>
-    private let iovCapacity: Int
+    private var iov: UnsafeMutablePointer<uv_buf_t>
+    private var iovCapacity: Int
+    private let iovLimit: Int
     private var iovCount = 0
     private var lastIovIsStaging = false
+    /// A batch stopped short for want of staging room or iovecs: grow before the next one.
+    private var batchWasShort = false
     private(set) var writePending = false
+    /// When the pending write began (monotonic ns): a peer that reads nothing shows as a write pending long.
+    private(set) var writePendingSince: UInt64 = 0
     /// Slots whose streams closed while their bytes may still sit in the batch; freed once it is written.
     private var deferredReleases: [UnsafeMutableRawPointer] = []
     private(set) var isClosed = false
@@ -32,17 +41,22 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
     var lastProtocolError: TransportError?
     /// The nghttp2_nv array a submit fills (HEADERS of a request or a response), grown when a block is larger.
     private(set) var scratchNV: UnsafeMutablePointer<nghttp2_nv>
-    private var scratchNVCapacity = 64
+    private var scratchNVCapacity = 16
+
+    /// Initial sizes of the output buffers (they grow to the configured ones under load).
+    static let initialStaging = 4 * 1024, initialIovecs = 16
 
     init(loop: EventLoop, stagingCapacity: Int, iovCapacity: Int) {
         self.loop = loop
         memory = loop.nghttp2Memory
-        self.stagingCapacity = max(stagingCapacity, 16 * 1024)
-        self.iovCapacity = max(iovCapacity, 16)
+        stagingLimit = max(stagingCapacity, 16 * 1024)
+        iovLimit = max(iovCapacity, 16)
+        self.stagingCapacity = HTTP2Session.initialStaging
+        self.iovCapacity = HTTP2Session.initialIovecs
         staging = .allocate(byteCount: self.stagingCapacity, alignment: 16)
         iov = .allocate(capacity: self.iovCapacity)
         scratchNV = .allocate(capacity: scratchNVCapacity)
-        deferredReleases.reserveCapacity(1024)
+        deferredReleases.reserveCapacity(16)
     }
 
     deinit {
@@ -100,7 +114,7 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
     func submitSettings(_ settings: LocalSettings) {
         guard let session else { return }
         let none = nghttp2_settings_entry(settings_id: 0, value: 0)
-        var entries = (none, none, none)
+        var entries = (none, none, none, none)
         var n = 0
         withUnsafeMutableBytes(of: &entries) { raw in
             let iv = raw.bindMemory(to: nghttp2_settings_entry.self)
@@ -116,6 +130,11 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
             if let v = settings.initialWindowSize {
                 iv[n] = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
                                                value: UInt32(min(v, Int(Int32.max))))
+                n += 1
+            }
+            if let v = settings.maxHeaderListSize {
+                iv[n] = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                                               value: UInt32(clamping: v))
                 n += 1
             }
             nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), iv.baseAddress, n)
@@ -185,9 +204,12 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
     private func stage(_ data: UnsafePointer<UInt8>, _ length: Int) -> Int {
         if writePending || isClosed { return Int(NGHTTP2_ERR_WOULDBLOCK.rawValue) }
         let room = stagingCapacity - stagedUsed
-        if room == 0 { return Int(NGHTTP2_ERR_WOULDBLOCK.rawValue) }
-        if !lastIovIsStaging && iovCount == iovCapacity { return Int(NGHTTP2_ERR_WOULDBLOCK.rawValue) }
+        if room == 0 || (!lastIovIsStaging && iovCount == iovCapacity) {
+            batchWasShort = true
+            return Int(NGHTTP2_ERR_WOULDBLOCK.rawValue)
+        }
         let n = min(room, length)
+        if n < length { batchWasShort = true }
         appendStaged(UnsafeRawPointer(data), n)
         return n
     }
@@ -212,6 +234,7 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
         precondition(pb_frame_data_padlen(frame) == 0, "DATA padding is not supported")
         let needIov = (lastIovIsStaging ? 0 : 1) + 1
         if stagingCapacity - stagedUsed < 9 || iovCapacity - iovCount < needIov {
+            batchWasShort = true
             return NGHTTP2_ERR_WOULDBLOCK.rawValue
         }
         appendStaged(UnsafeRawPointer(framehd), 9)
@@ -232,6 +255,23 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
             c.pointee.sent += length
         }
         return 0
+    }
+
+    /// Doubles a buffer the last batch found full, up to its configured size. Only between batches: the
+    /// iovecs point into the staging buffer until their write completes.
+    private func growIfShort() {
+        guard batchWasShort else { return }
+        batchWasShort = false
+        if stagingCapacity < stagingLimit {
+            staging.deallocate()
+            stagingCapacity = min(stagingCapacity * 2, stagingLimit)
+            staging = .allocate(byteCount: stagingCapacity, alignment: 16)
+        }
+        if iovCapacity < iovLimit {
+            iov.deallocate()
+            iovCapacity = min(iovCapacity * 2, iovLimit)
+            iov = .allocate(capacity: iovCapacity)
+        }
     }
 
     private func resetBatch() {
@@ -270,10 +310,12 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
             switch transport.write(iov, count: iovCount) {
             case .complete:
                 resetBatch()
+                growIfShort()
                 if nghttp2_session_want_write(session) == 0 { break }
                 continue
             case .pending:
                 writePending = true
+                writePendingSince = ioTime
                 return
             case .failed:
                 return
@@ -305,6 +347,7 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
     func transportWriteDidComplete() {
         writePending = false
         resetBatch()
+        growIfShort()
         flush()
     }
 

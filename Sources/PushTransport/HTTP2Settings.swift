@@ -27,4 +27,6 @@ struct LocalSettings {
     var initialWindowSize: Int?
     /// SETTINGS_ENABLE_PUSH.
     var enablePush: Bool?
+    /// SETTINGS_MAX_HEADER_LIST_SIZE (the most header bytes of one request or response this side keeps).
+    var maxHeaderListSize: Int?
 }

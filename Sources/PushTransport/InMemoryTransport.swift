@@ -36,6 +36,8 @@ public final class InMemoryTransport: ByteTransport {
     private var closed = false
     private var peerClosed = false
     private var reading = false
+    /// The place an accepting server's ConnectionCap gave this end, given back at close.
+    var capPlace: ConnectionCap?
 
     /// The most bytes one read delivers (default 64 KiB, a socket read's worth); 1 splits every frame.
     public var readLimit = 64 * 1024
@@ -58,6 +60,7 @@ public final class InMemoryTransport: ByteTransport {
     }
 
     deinit {
+        capPlace?.release()
         uv_idle_stop(idle)
         idle.pointee.data = nil
         uv_close(pb_idle_as_handle(idle)) { h in h?.deallocate() }
@@ -97,6 +100,11 @@ public final class InMemoryTransport: ByteTransport {
         updateIdle()
     }
 
+    func stopReading() {
+        reading = false
+        updateIdle()
+    }
+
     func write(_ iov: UnsafeMutablePointer<uv_buf_t>, count: Int) -> WriteOutcome {
         if closed { return .failed }
         guard let peer, !peer.closed else {
@@ -114,6 +122,8 @@ public final class InMemoryTransport: ByteTransport {
     func close(_ error: TransportError?, notify: Bool) {
         if closed { return }
         closed = true
+        capPlace?.release()
+        capPlace = nil
         pendingIov = nil
         pendingCount = 0
         writeCompleted = false

@@ -6,6 +6,10 @@ import Glibc
 /// of calling malloc, and counts what reaches malloc (so tests can tell nghttp2's allocations from
 /// Swift-side ones).
 ///
+/// The pool keeps at most ``poolLimit`` bytes: a burst of frames queued for a client that stopped
+/// reading can take far more, and those blocks go back to malloc when freed instead of staying pooled
+/// for good. ``trimPool()`` empties it.
+///
 /// One instance per loop (single-threaded); sessions retain it, so it outlives every block it handed out.
 public final class NGHTTP2Memory {
     /// Layout of the state block `mem_user_data` points at (UInt64 words).
@@ -14,7 +18,9 @@ public final class NGHTTP2Memory {
         static let frees = 1            // blocks returned to free
         static let requests = 2         // allocation requests from nghttp2 (pooled or not)
         static let pooling = 3          // 1 = pool small blocks
-        static let heads = 4            // free-list heads, one per class
+        static let pooledBytes = 4      // bytes in the free lists now
+        static let poolLimit = 5        // the most bytes the free lists keep
+        static let heads = 6            // free-list heads, one per class
         static let classes = 8          // 32, 64, …, 4096
         static let count = heads + classes
     }
@@ -24,23 +30,40 @@ public final class NGHTTP2Memory {
 
     let state: UnsafeMutablePointer<UInt64>
 
+    /// The default ``poolLimit``: what a loop serving thousands of busy streams reuses, and no more.
+    public static let defaultPoolLimit = 16 << 20
+
     /// Creates an allocator; `pooling: false` forwards every request to malloc (for comparisons).
-    public init(pooling: Bool = true) {
+    public init(pooling: Bool = true, poolLimit: Int = NGHTTP2Memory.defaultPoolLimit) {
         state = .allocate(capacity: Word.count)
         state.initialize(repeating: 0, count: Word.count)
         state[Word.pooling] = pooling ? 1 : 0
+        state[Word.poolLimit] = UInt64(max(0, poolLimit))
     }
 
     deinit {
+        trimPool()
+        state.deallocate()
+    }
+
+    /// Gives every pooled block back to malloc (after a burst: many connections closed at once).
+    public func trimPool() {
         for c in 0..<Word.classes {
             var p = UnsafeMutableRawPointer(bitPattern: UInt(state[Word.heads + c]))
             while let block = p {
                 p = block.load(as: UnsafeMutableRawPointer?.self)
                 free(block - NGHTTP2Memory.header)
+                state[Word.frees] &+= 1
             }
+            state[Word.heads + c] = 0
         }
-        state.deallocate()
+        state[Word.pooledBytes] = 0
     }
+
+    /// Bytes in the pool's free lists now.
+    public var pooledBytes: Int { Int(state[Word.pooledBytes]) }
+    /// The most bytes the pool keeps; blocks freed past it go back to malloc.
+    public var poolLimit: Int { Int(state[Word.poolLimit]) }
 
     /// Blocks nghttp2 obtained from malloc (after pooling) so far.
     public var allocations: UInt64 { state[Word.mallocs] }
@@ -62,6 +85,7 @@ public final class NGHTTP2Memory {
             if let block = UnsafeMutableRawPointer(bitPattern: UInt(st[Word.heads + c])) {
                 let next = block.load(as: UnsafeMutableRawPointer?.self)
                 st[Word.heads + c] = UInt64(UInt(bitPattern: next))
+                st[Word.pooledBytes] &-= UInt64(32 << c)
                 return block
             }
             guard let raw = malloc((32 << c) + header) else { return nil }
@@ -80,11 +104,13 @@ public final class NGHTTP2Memory {
         guard let p else { return }
         let raw = p - header
         let c = raw.load(as: UInt64.self)
-        if c == large {
+        let size = UInt64(32) << c
+        if c == large || st[Word.pooledBytes] &+ size > st[Word.poolLimit] {
             st[Word.frees] &+= 1
             free(raw)
             return
         }
+        st[Word.pooledBytes] &+= size
         p.storeBytes(of: UnsafeMutableRawPointer(bitPattern: UInt(st[Word.heads + Int(c)])), as: UnsafeMutableRawPointer?.self)
         st[Word.heads + Int(c)] = UInt64(UInt(bitPattern: p))
     }

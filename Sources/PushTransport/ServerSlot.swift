@@ -14,6 +14,24 @@ struct ServerSlot: StreamSlot {
     var active = false
     var responded = false
     var streamID: Int32 = 0
+    /// Header bytes of the request as SETTINGS_MAX_HEADER_LIST_SIZE counts them (name + value + 32 per field).
+    var headerBytes = 0
+    /// When its first HEADERS began (monotonic ns), for the request timeout.
+    var startedAt: UInt64 = 0
+    /// The header block ended (END_HEADERS).
+    var headersDone = false
+    /// The request is settled: delivered whole, refused or reset (counted out of the incomplete ones).
+    var settled = false
+    /// Refused by a limit: 431 due at the end of its header block, or reset; nothing more of it is kept.
+    var rejection = Rejection.none
+
+    enum Rejection: UInt8 {
+        case none
+        /// Its header list passed the limit: answered 431 once the header block ends.
+        case headersTooLarge
+        /// Reset (RST_STREAM sent) or answered: whatever else arrives for it is dropped.
+        case done
+    }
 
     func freeStorage() {
         reqStore.free()
@@ -33,7 +51,14 @@ struct ServerSlot: StreamSlot {
         respRefs.count = 0
         respBody.count = 0
         responded = false
+        headerBytes = 0
+        headersDone = false
+        settled = false
+        rejection = .none
     }
+
+    /// Header and body stores past this many bytes are given back when the slot is released.
+    static let keptStoreBytes = 16 * 1024
 
     static let cursorOffset = MemoryLayout<ServerSlot>.offset(of: \ServerSlot.cursor)!
     @inline(__always) static func cursor(_ p: UnsafeMutablePointer<ServerSlot>) -> UnsafeMutableRawPointer {

@@ -14,6 +14,16 @@ struct ByteStore {
 
     func free() { base.deallocate() }
 
+    /// Gives back the memory of a store that grew past `limit` (an unusually large request), keeping
+    /// `initial` bytes: its next use starts small again. Empties the store.
+    mutating func shrink(above limit: Int, to initial: Int) {
+        count = 0
+        if capacity <= limit { return }
+        base.deallocate()
+        capacity = max(initial, 16)
+        base = .allocate(byteCount: capacity, alignment: 8)
+    }
+
     mutating func reserve(_ extra: Int) {
         let need = count + extra
         if need <= capacity { return }

@@ -13,9 +13,10 @@ struct StreamSlotPool<Slot: StreamSlot>: ~Copyable {
     private var all: [UnsafeMutablePointer<Slot>] = []
     private var free: [UnsafeMutablePointer<Slot>] = []
 
-    /// A pool sized for about `streams` concurrent streams (reserved once; it still grows past it).
+    /// A pool for up to about `streams` concurrent streams. It starts small (an idle connection costs
+    /// little) and grows with the streams a connection actually opens, then stays at that size.
     init(streams: Int) {
-        let n = min(streams * 2, 1 << 16)
+        let n = min(streams * 2, 16)
         all.reserveCapacity(n)
         free.reserveCapacity(n)
     }
@@ -42,6 +43,8 @@ struct StreamSlotPool<Slot: StreamSlot>: ~Copyable {
             s = .allocate(capacity: 1)
             s.initialize(to: make())
             all.append(s)
+            // The free list holds every slot at most: size it with them, not later on a release.
+            if free.capacity < all.capacity { free.reserveCapacity(all.capacity) }
         }
         s.pointee.active = true
         return s

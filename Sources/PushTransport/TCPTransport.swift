@@ -13,6 +13,8 @@ final class TCPTransport: ByteTransport {
     private var pendingIov: UnsafeMutablePointer<uv_buf_t>?
     private var pendingCount = 0
     private var closing = false
+    /// The place an accepting server's ConnectionCap gave this connection, given back at close.
+    var capPlace: ConnectionCap?
 
     /// A transport for a fresh handle (`uv_tcp_init` done here).
     init(loop: EventLoop) {
@@ -87,6 +89,10 @@ final class TCPTransport: ByteTransport {
                 t.close(err, notify: true)
             }
         })
+    }
+
+    func stopReading() {
+        if !closing { uv_read_stop(stream) }
     }
 
     func write(_ iov: UnsafeMutablePointer<uv_buf_t>, count: Int) -> WriteOutcome {
@@ -173,6 +179,8 @@ final class TCPTransport: ByteTransport {
     func close(_ error: TransportError?, notify: Bool) {
         if closing { return }
         closing = true
+        capPlace?.release()
+        capPlace = nil
         let o = notify ? owner : nil
         uv_close(pb_block_handle(block)) { h in
             guard let h else { return }

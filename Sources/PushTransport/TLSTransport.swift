@@ -155,6 +155,10 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
         if isServer { inner.startReading() }
     }
 
+    /// Back-pressure: no more ciphertext is read until `startReading()`; what one read decrypted is
+    /// still delivered.
+    func stopReading() { inner.stopReading() }
+
     func write(_ iov: UnsafeMutablePointer<uv_buf_t>, count: Int) -> WriteOutcome {
         if closed { return .failed }
         if !encrypt(iov, count) { return .failed }

@@ -51,6 +51,9 @@ final class TestServer: HTTP2ServerDelegate {
     func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, streamDidClose streamID: Int32, errorCode: UInt32) {
         closedStreams += 1
     }
+    /// Limits the server enforced, in order.
+    var limits: [ServerLimit] = []
+    func server(_ server: HTTP2Server, connection: HTTP2ServerConnection?, didEnforce limit: ServerLimit) { limits.append(limit) }
 }
 
 /// Client delegate for tests: counts events.
