@@ -24,6 +24,8 @@ public final class EmbeddedGateway: Sendable {
     public let port: Int
     /// The address it listens on.
     public let host: String
+    /// The most connections it serves at once (`--max-connections`, or derived from the descriptor limit).
+    public var maxConnections: Int { server.connectionCap.limit }
     private let server: GatewayServer
 
     private init(server: GatewayServer) {
@@ -54,11 +56,11 @@ public final class EmbeddedGateway: Sendable {
     @discardableResult
     public func stop() -> GatewayStats { server.stop() }
 
-    /// Runs the gateway in the foreground (`pushbench gateway`) on `configuration.host:port` until SIGINT or
-    /// SIGTERM, then shuts down gracefully and returns the final numbers. `onListening` receives the
-    /// address actually bound (`127.0.0.1:8080`) once connections are accepted.
+    /// Runs the gateway in the foreground (`pushbench gateway`) on `configuration.host:port` until SIGINT,
+    /// SIGTERM or SIGHUP, then shuts down gracefully and returns the final numbers. `onListening` receives
+    /// the address actually bound (`127.0.0.1:8080`) and the connection cap once connections are accepted.
     public static func runUntilSignalled(_ configuration: GatewayConfiguration,
-                                         onListening: (String) -> Void) throws -> GatewayStats {
+                                         onListening: (String, Int) -> Void) throws -> GatewayStats {
         try GatewayServer.runUntilSignalled(configuration, onListening: onListening)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PushTransport
 import PushVocabulary
 
 /// Everything the mock gateway does, from `pushbench gateway` flags and/or a JSON scenario file.
@@ -46,6 +47,12 @@ public struct GatewayConfiguration: Equatable, Sendable {
     /// Whether a missing `apns-topic` is answered 400 MissingTopic (`--topic-optional` turns it off,
     /// as a single-topic certificate would).
     public var requireTopic = true
+    /// The bounds and timeouts every connection is held to (`--max-header-size` … `--write-timeout`;
+    /// docs/gateway.md "Limits and timeouts"). `maxBodyMemory` is the whole gateway's, shared by its loops.
+    public var limits = GatewayConfiguration.defaultLimits
+    /// The most connections open at once across every loop (`--max-connections`); nil: derived from the
+    /// descriptor limit when the gateway starts.
+    public var maxConnections: Int?
     /// The scenario file read, if any.
     public var scenarioFile: String?
     /// The FCM route's behaviours and token churn (FCM/FCMConfiguration.swift).
@@ -55,6 +62,23 @@ public struct GatewayConfiguration: Equatable, Sendable {
 
     /// The defaults: 127.0.0.1:8080, one loop, no behaviour.
     public init() {}
+
+    /// The gateway's limits: the transport's, with the idle GOAWAY carrying APNs' `IdleTimeout` reason.
+    public static var defaultLimits: ServerLimits {
+        var l = ServerLimits()
+        // Push payloads are 5 KB at most: bodies up to this are read and answered 413, larger ones reset.
+        l.maxRequestBodySize = 64 * 1024
+        l.idleGoAwayDebugData = Array("{\"reason\":\"\(APNsReason.idleTimeout.rawValue)\"}".utf8)
+        return l
+    }
+
+    /// The descriptors kept for everything but connections (listeners, the loops' own handles, files).
+    public static let reservedDescriptors = 64
+
+    /// `--max-connections` when not given: what the descriptor limit leaves once `reserved` are kept.
+    public static func defaultMaxConnections(descriptorLimit: Int, reserved: Int = reservedDescriptors) -> Int {
+        max(1, descriptorLimit - reserved)
+    }
 
     /// Reads a scenario file (JSON object; keys in docs/gateway.md) into this configuration.
     public mutating func applyScenario(file path: String) throws(GatewayConfigurationError) {

@@ -20,9 +20,6 @@ struct DelayedResponse {
 /// delayed responses in a ``DeadlineHeap`` behind one timer. Loop-confined: created, used and
 /// released on its own thread.
 final class GatewayLoop: HTTP2ServerDelegate {
-    /// Bodies up to this size are read and answered (413 over 4096/5120 bytes); only a larger one is
-    /// reset by the transport (CANCEL), since it must be buffered whole before the gateway sees it.
-    static let maxRequestBody = 8 << 20
     let loop: EventLoop
     var server: HTTP2Server! {
         // New connections start with the state machine's stream limit (1 with provider tokens, as APNs).
@@ -70,11 +67,17 @@ final class GatewayLoop: HTTP2ServerDelegate {
         fcmBody.deallocate()
     }
 
-    /// The transport settings of a gateway loop serving `configuration`.
-    static func serverConfiguration(_ configuration: GatewayConfiguration, reusePort: Bool) -> HTTP2ServerConfiguration {
+    /// The transport settings of a gateway loop serving `configuration`: its limits (bodies up to
+    /// `--max-body` are read and answered, 413 over 4096/5120 bytes; a larger one is reset by the
+    /// transport, which buffers a body whole before the gateway sees it), with the whole gateway's body
+    /// memory shared out between its loops, and the connection cap they share.
+    static func serverConfiguration(_ configuration: GatewayConfiguration, reusePort: Bool,
+                                    connectionCap: ConnectionCap?) -> HTTP2ServerConfiguration {
         var c = HTTP2ServerConfiguration()
         c.maxConcurrentStreams = Int(configuration.maxConcurrentStreams)
-        c.maxRequestBodySize = maxRequestBody
+        c.limits = configuration.limits
+        c.limits.maxBodyMemory = max(configuration.limits.maxRequestBodySize, configuration.limits.maxBodyMemory / configuration.threads)
+        c.connectionCap = connectionCap
         c.reusePort = reusePort
         return c
     }
@@ -134,6 +137,11 @@ final class GatewayLoop: HTTP2ServerDelegate {
             timer.start(afterMilliseconds: deadline > now ? (deadline - now + 999_999) / 1_000_000 : 0)
             entry.timer = timer
         }
+    }
+
+    func server(_ server: HTTP2Server, connection: HTTP2ServerConnection?, didEnforce limit: ServerLimit) {
+        machine.counters.limitEnforced(limit)
+        GatewayLog.once(limit, configuration: machine.configuration)
     }
 
     func server(_ server: HTTP2Server, connectionDidClose connection: HTTP2ServerConnection, error: TransportError) {

@@ -20,7 +20,8 @@ public final class GatewayLoopHandler {
         self.counters = counters
         gateway = GatewayLoop(loop: loop, machine: GatewayStateMachine(configuration: configuration, counters: counters),
                               allCounters: [counters])
-        server = HTTP2Server(loop: loop, configuration: GatewayLoop.serverConfiguration(configuration, reusePort: false),
+        server = HTTP2Server(loop: loop, configuration: GatewayLoop.serverConfiguration(configuration, reusePort: false,
+                                                                                      connectionCap: configuration.maxConnections.map(ConnectionCap.init)),
                              delegate: gateway)
         gateway.server = server
     }

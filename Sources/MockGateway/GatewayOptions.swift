@@ -1,5 +1,6 @@
 import CommandLineOptions
 import PushCredentials
+import PushTransport
 import PushVocabulary
 
 /// A bad gateway option or scenario file: one line naming the option (or the file and field) and why,
@@ -123,6 +124,56 @@ extension GatewayConfiguration {
                 text, name throws(UsageError) in try ValueParser.choice(text, option: name, APNsEnvironment.allCases)
             },
 
+            .value("--max-connections", "N", \.maxConnections,
+                   group: "Limits and timeouts (every bound a client meets; docs/gateway.md):",
+                   help: "connections open at once across every loop; more are closed at once (default: the descriptor limit less 64)") {
+                text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 1...10_000_000)
+            },
+            .value("--max-header-size", "SIZE", \.limits.maxHeaderListSize, default: "16KiB",
+                   help: "header bytes of one request (name + value + 32 per field), announced as SETTINGS_MAX_HEADER_LIST_SIZE; over it: 431") {
+                text, name throws(UsageError) in try size(text, name, 1024...(16 << 20))
+            },
+            .value("--max-header-memory", "SIZE", \.limits.maxHeaderMemoryPerConnection, default: "4MiB",
+                   help: "header bytes one connection holds for its open requests; over it: RST_STREAM REFUSED_STREAM") {
+                text, name throws(UsageError) in try size(text, name, 1024...(1 << 30))
+            },
+            .value("--max-body", "SIZE", \.limits.maxRequestBodySize, default: "64KiB",
+                   help: "request body bytes read and answered (413 past the protocol's limit); larger: RST_STREAM CANCEL") {
+                text, name throws(UsageError) in try size(text, name, 5120...(1 << 30))
+            },
+            .value("--max-body-memory", "SIZE", \.limits.maxBodyMemoryPerConnection, default: "8MiB",
+                   help: "request body bytes one connection holds for its open requests; over it: RST_STREAM ENHANCE_YOUR_CALM") {
+                text, name throws(UsageError) in try size(text, name, 5120...(1 << 40))
+            },
+            .value("--max-body-total", "SIZE", \.limits.maxBodyMemory, default: "128MiB",
+                   help: "request body bytes the whole gateway holds; over it: RST_STREAM REFUSED_STREAM") {
+                text, name throws(UsageError) in try size(text, name, 5120...(1 << 40))
+            },
+            .value("--max-outbound-frames", "N", \.limits.maxOutboundFrames, default: "4096",
+                   help: "frames queued for a client before the gateway stops reading from it") {
+                text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 16...10_000_000)
+            },
+            .value("--max-control-frames", "N", \.limits.maxControlFramesPerSecond, default: "10000",
+                   help: "SETTINGS, PING, WINDOW_UPDATE, PRIORITY, RST_STREAM and empty DATA frames per second per connection; over it: GOAWAY ENHANCE_YOUR_CALM") {
+                text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 10...100_000_000)
+            },
+            .value("--handshake-timeout", "T", \.limits.handshakeTimeoutNanos, default: "10s",
+                   help: "from accept to the client's connection preface; 0s: none") {
+                text, name throws(UsageError) in try timeout(text, name)
+            },
+            .value("--idle-timeout", "T", \.limits.idleTimeoutNanos, default: "5m",
+                   help: "a connection with no stream that long gets GOAWAY {\"reason\":\"IdleTimeout\"}, as APNs sends; 0s: never") {
+                text, name throws(UsageError) in try timeout(text, name)
+            },
+            .value("--request-timeout", "T", \.limits.requestTimeoutNanos, default: "10s",
+                   help: "from a request's HEADERS to its last byte; past it: RST_STREAM CANCEL; 0s: none") {
+                text, name throws(UsageError) in try timeout(text, name)
+            },
+            .value("--write-timeout", "T", \.limits.writeTimeoutNanos, default: "10s",
+                   help: "how long a client may read nothing while answers wait; past it: GOAWAY ENHANCE_YOUR_CALM, closed; 0s: none") {
+                text, name throws(UsageError) in try timeout(text, name)
+            },
+
             Option("--topic-subscribers", "NAME=N", repeats: true, default: "1000",
                    group: "FCM (POST /v1/projects/<id>/messages:send; the behaviours above apply with FCM's codes):",
                    help: "devices a topic send fans out to (repeatable); a bare N (or *=N) sets every other topic") {
@@ -168,6 +219,21 @@ extension GatewayConfiguration {
                 return text
             },
         ])
+    }
+
+    /// A size in bytes (`16KiB`, `4MiB`, `65536`) within `range`.
+    static func size(_ text: String, _ name: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int {
+        let n: Int
+        do throws(QuantityError) { n = try Quantity.size(text) } catch { throw UsageError("\(name): \(error.message)") }
+        guard range.contains(n) else { throw UsageError("\(name): \(text) is out of range (\(range.lowerBound)...\(range.upperBound) bytes)") }
+        return n
+    }
+
+    /// A timeout in ns (`10s`, `500ms`, `5m`); `0s` turns it off. At most a day.
+    static func timeout(_ text: String, _ name: String) throws(UsageError) -> UInt64 {
+        let seconds = try ValueParser.duration(text, option: name)
+        guard seconds <= 86_400 else { throw UsageError("\(name): '\(text)' is over a day") }
+        return UInt64((seconds * 1e9).rounded())
     }
 
     /// `--listen`'s (host, port) as one value, so the table can store it in one step.

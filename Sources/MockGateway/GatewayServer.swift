@@ -10,14 +10,18 @@ import Synchronization
 final class GatewayServer: Sendable {
     let host: String
     let port: Int
+    /// The connection cap every loop shares (`--max-connections`, or derived from the descriptor limit).
+    let connectionCap: ConnectionCap
     private let counters: [GatewayCounters]
     private let loops: [EventLoopHandle]
     private let threads: Mutex<[pthread_t]>
     private let finalStats = Mutex<GatewayStats?>(nil)
 
-    private init(host: String, port: Int, counters: [GatewayCounters], loops: [EventLoopHandle], threads: [pthread_t]) {
+    private init(host: String, port: Int, connectionCap: ConnectionCap, counters: [GatewayCounters], loops: [EventLoopHandle],
+                 threads: [pthread_t]) {
         self.host = host
         self.port = port
+        self.connectionCap = connectionCap
         self.counters = counters
         self.loops = loops
         self.threads = Mutex(threads)
@@ -34,6 +38,8 @@ final class GatewayServer: Sendable {
         // A peer that closes while we write must not kill the process (libuv writes with write(2)).
         signal(SIGPIPE, SIG_IGN)
         let counters = (0..<configuration.threads).map { _ in GatewayCounters() }
+        let cap = ConnectionCap(limit: configuration.maxConnections
+                                ?? GatewayConfiguration.defaultMaxConnections(descriptorLimit: DescriptorLimit.current.soft))
         // One clock reading for every loop: 410 timestamps agree whichever loop answers.
         let clock = GatewayClock.now()
         var port = configuration.port
@@ -45,7 +51,7 @@ final class GatewayServer: Sendable {
             let counter = counters[index]
             let thread = spawnThread {
                 runLoop(configuration: configuration, index: index, port: listenPort, counters: counters,
-                        own: counter, clock: clock, startup: startup, onSignal: index == 0 ? onSignal : nil)
+                        own: counter, clock: clock, cap: cap, startup: startup, onSignal: index == 0 ? onSignal : nil)
             }
             startup.semaphore.wait()
             let result = startup.result.withLock { $0 }
@@ -62,7 +68,8 @@ final class GatewayServer: Sendable {
             handles.append(result.handle!)
             port = result.port
         }
-        return GatewayServer(host: configuration.host, port: port, counters: counters, loops: handles, threads: threads)
+        return GatewayServer(host: configuration.host, port: port, connectionCap: cap, counters: counters, loops: handles,
+                             threads: threads)
     }
 
     private static func stopAll(_ handles: [EventLoopHandle], _ threads: some Collection<pthread_t>) {
@@ -71,6 +78,10 @@ final class GatewayServer: Sendable {
     }
 
     func stats() -> GatewayStats { GatewayStats(summing: counters) }
+
+    /// The signals that stop `pushbench gateway` gracefully: Ctrl-C, what Kubernetes and CI send, and a
+    /// closed terminal.
+    static let stopSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
 
     /// Graceful stop of every loop (each finishes its streams, sends GOAWAY and closes), then joins.
     func stop() -> GatewayStats {
@@ -89,18 +100,17 @@ final class GatewayServer: Sendable {
     }
 
     static func runUntilSignalled(_ configuration: GatewayConfiguration,
-                                  onListening: (String) -> Void) throws(GatewayStartError) -> GatewayStats {
+                                  onListening: (String, Int) -> Void) throws(GatewayStartError) -> GatewayStats {
         let signalled = DispatchSemaphore(value: 0)
         // A parent may have started us with these blocked (the mask survives exec); the loop threads
         // inherit this thread's mask, and libuv's handler must see the signals.
         var unblock = sigset_t()
         sigemptyset(&unblock)
-        sigaddset(&unblock, SIGINT)
-        sigaddset(&unblock, SIGTERM)
+        for s in stopSignals { sigaddset(&unblock, s) }
         pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         let server = try start(configuration, onSignal: { signalled.signal() })
         let shownHost = server.host.contains(":") ? "[\(server.host)]" : server.host
-        onListening("\(shownHost):\(server.port)")
+        onListening("\(shownHost):\(server.port)", server.connectionCap.limit)
         signalled.wait()
         return server.stop()
     }
@@ -108,7 +118,7 @@ final class GatewayServer: Sendable {
 
 /// The body of loop thread `index`: listen, report to `startup`, run until stopped, shut down gracefully.
 private func runLoop(configuration: GatewayConfiguration, index: Int, port: Int, counters: [GatewayCounters],
-                     own: GatewayCounters, clock: GatewayClock, startup: GatewayServer.Startup,
+                     own: GatewayCounters, clock: GatewayClock, cap: ConnectionCap, startup: GatewayServer.Startup,
                      onSignal: (@Sendable () -> Void)?) {
     nameCurrentThread("pb-gateway-\(index)")
     let loop: EventLoop
@@ -119,7 +129,8 @@ private func runLoop(configuration: GatewayConfiguration, index: Int, port: Int,
     }
     let machine = GatewayStateMachine(configuration: configuration, loopIndex: index, counters: own, clock: clock)
     let gateway = GatewayLoop(loop: loop, machine: machine, allCounters: counters)
-    let server = HTTP2Server(loop: loop, configuration: GatewayLoop.serverConfiguration(configuration, reusePort: configuration.threads > 1),
+    let server = HTTP2Server(loop: loop, configuration: GatewayLoop.serverConfiguration(configuration, reusePort: configuration.threads > 1,
+                                                                                       connectionCap: cap),
                              delegate: gateway)
     gateway.server = server
     do {
@@ -134,7 +145,7 @@ private func runLoop(configuration: GatewayConfiguration, index: Int, port: Int,
     }
     // Watched while the loop serves; during the graceful shutdown below a second signal gets its default
     // action again (it ends the process).
-    let signals = onSignal.map { onSignal in SignalWatcher(loop: loop, signals: [SIGINT, SIGTERM]) { _ in onSignal() } }
+    let signals = onSignal.map { onSignal in SignalWatcher(loop: loop, signals: GatewayServer.stopSignals) { _ in onSignal() } }
     startup.semaphore.signal()
 
     withExtendedLifetime(signals) { loop.run() }

@@ -1,3 +1,4 @@
+import PushTransport
 import PushVocabulary
 import Synchronization
 
@@ -27,6 +28,9 @@ public struct GatewayStats: Equatable, Sendable {
     public var drops: UInt64 = 0
     /// The FCM route's numbers and token churn (JSON key `"fcm"`, present once non-empty).
     public var fcm = FCMStats()
+    /// Limits enforced, by ``ServerLimit/name`` (JSON key `"limits"`, present once one was): the
+    /// connections refused at the cap, requests answered 431, streams reset, clients calmed or timed out.
+    public var limits: [String: UInt64] = [:]
 
     /// An empty set of numbers.
     public init() {}
@@ -41,6 +45,7 @@ public struct GatewayStats: Equatable, Sendable {
             + ",\"by_reason\":\(object(byReason) { $0 }),\"bytes_in\":\(bytesIn)"
             + ",\"connections_open\":\(connectionsOpen),\"connections_total\":\(connectionsTotal)"
             + ",\"goaways\":\(goaways),\"drops\":\(drops)"
+            + (limits.isEmpty ? "" : ",\"limits\":\(object(limits) { $0 })")
             + (fcm.isEmpty ? "}" : ",\"fcm\":\(fcm.json)}")
     }
 }
@@ -85,7 +90,8 @@ struct CounterSlots: @unchecked Sendable {
 public final class GatewayCounters: Sendable {
     /// Slots: fixed counters, then statuses 100...599, then reason codes 0..<64.
     static let requestsSlot = 0, bytesInSlot = 1, openedSlot = 2, closedSlot = 3, goawaySlot = 4, dropSlot = 5
-    static let statusBase = 8, reasonBase = 8 + 500, slotCount = 8 + 500 + 64
+    static let statusBase = 8, reasonBase = 8 + 500, limitBase = 8 + 500 + 64
+    static let slotCount = limitBase + ServerLimit.allCases.count
 
     private let slots = CounterSlots(count: slotCount)
     /// The FCM route's counters for this loop.
@@ -122,6 +128,8 @@ public final class GatewayCounters: Sendable {
     public func goawaySent() { add(Self.goawaySlot) }
     /// Counts an abrupt drop.
     public func connectionDropped() { add(Self.dropSlot) }
+    /// Counts a limit the transport enforced.
+    public func limitEnforced(_ limit: ServerLimit) { add(Self.limitBase + limit.rawValue) }
 
     /// Adds these counters into `stats`.
     public func accumulate(into stats: inout GatewayStats) {
@@ -140,6 +148,10 @@ public final class GatewayCounters: Sendable {
         for r in 0..<64 {
             let n = value(Self.reasonBase + r)
             if n > 0 { stats.byReason[reasonName(UInt8(r)), default: 0] += n }
+        }
+        for limit in ServerLimit.allCases {
+            let n = value(Self.limitBase + limit.rawValue)
+            if n > 0 { stats.limits[limit.name, default: 0] += n }
         }
     }
 

@@ -1,4 +1,5 @@
 import MockGateway
+import PushTransport
 
 /// `pushbench gateway`: runs the mock APNs gateway alone until SIGINT/SIGTERM, then prints its final stats.
 public struct GatewayCommand: PushbenchCommand {
@@ -9,7 +10,9 @@ public struct GatewayCommand: PushbenchCommand {
 
     Emulates the APNs provider API (POST /3/device/<token>) over HTTP/2 cleartext (prior knowledge).
     Every behaviour is off by default: a valid request is answered 200 at once. GET /stats answers JSON
-    counts. SIGINT/SIGTERM: finish the streams in flight, GOAWAY, print the final stats, exit 0.
+    counts. SIGINT/SIGTERM/SIGHUP: finish the streams in flight, GOAWAY, print the final stats, exit 0.
+    It is a test double: no authentication unless an auth option is on. Listening beyond loopback
+    prints a warning naming the interfaces reached.
     The same options configure the embedded gateway of a run: pushbench run --gateway-arg=--latency=2ms.
     """
 
@@ -25,10 +28,20 @@ public struct GatewayCommand: PushbenchCommand {
     }
 
     public func run() -> Int32 {
+        let descriptors = DescriptorLimit.raiseToHard()
+        if let warning = ListenWarning.message(host: configuration.host, port: configuration.port) {
+            printError("pushbench gateway: \(warning)")
+        }
+        let usable = GatewayConfiguration.defaultMaxConnections(descriptorLimit: descriptors)
+        if let asked = configuration.maxConnections, asked > usable {
+            printError("pushbench gateway: warning: --max-connections \(asked) is more than the descriptor limit (\(descriptors)) "
+                       + "leaves room for (\(usable)); connections past it are closed at once (raise ulimit -n)")
+        }
         do {
-            let final = try EmbeddedGateway.runUntilSignalled(configuration) { address in
+            let final = try EmbeddedGateway.runUntilSignalled(configuration) { address, maxConnections in
                 printOut("pushbench gateway: listening on \(address) (h2c, prior knowledge); GET /stats for counts")
                 if let auth = configuration.auth.summary { printOut("pushbench gateway: authentication: \(auth)") }
+                printOut("pushbench gateway: at most \(maxConnections) connections (descriptor limit \(descriptors); --max-connections)")
             }
             printOut(final.json)
             return 0

@@ -12,6 +12,30 @@ import Testing
         #expect(c.goawayAfterStreams == nil && c.goawayAfterSeconds == nil && c.dropRate == 0 && c.dropAfterStreams == nil)
     }
 
+    /// Every bound has a flag; sizes take units, timeouts durations (0s turns one off); bad values are named.
+    @Test func limitFlagsAreParsed() throws {
+        let c = try GatewayConfiguration.parse([
+            "--max-connections", "500", "--max-header-size", "8KiB", "--max-header-memory", "1MiB", "--max-body", "16KiB",
+            "--max-body-memory", "2MiB", "--max-body-total", "64MiB", "--max-outbound-frames", "1000",
+            "--max-control-frames", "500", "--handshake-timeout", "2s", "--idle-timeout", "0s", "--request-timeout", "500ms",
+            "--write-timeout", "1m",
+        ])
+        #expect(c.maxConnections == 500)
+        let l = c.limits
+        #expect(l.maxHeaderListSize == 8192 && l.maxHeaderMemoryPerConnection == 1 << 20 && l.maxRequestBodySize == 16384)
+        #expect(l.maxBodyMemoryPerConnection == 2 << 20 && l.maxBodyMemory == 64 << 20)
+        #expect(l.maxOutboundFrames == 1000 && l.maxControlFramesPerSecond == 500)
+        #expect(l.handshakeTimeoutNanos == 2_000_000_000 && l.idleTimeoutNanos == 0 && l.requestTimeoutNanos == 500_000_000)
+        #expect(l.writeTimeoutNanos == 60_000_000_000)
+        #expect(String(decoding: l.idleGoAwayDebugData, as: UTF8.self) == #"{"reason":"IdleTimeout"}"#)
+        #expect(GatewayConfiguration().limits.maxRequestBodySize == 64 * 1024)
+        for (args, message) in [(["--max-body", "1KiB"], "--max-body: 1KiB is out of range"), (["--max-header-size", "lots"], "--max-header-size: 'lots' is not a size"),
+                                (["--idle-timeout", "2d"], "--idle-timeout:"), (["--max-connections", "0"], "--max-connections: 0 is out of range")] {
+            #expect(throws: GatewayConfigurationError.self) { try GatewayConfiguration.parse(args) }
+            do { _ = try GatewayConfiguration.parse(args) } catch { #expect(error.message.hasPrefix(message), "\(error.message)") }
+        }
+    }
+
     @Test func flagsAreParsed() throws {
         let c = try GatewayConfiguration.parse([
             "--listen", "0.0.0.0:9000", "--threads=4", "--seed", "42", "--latency", "p50=1ms,p99=10ms",

@@ -50,13 +50,20 @@ import MockGateway
         }
     }
 
-    @Test func hugeBodyIsAnswered413NotReset() throws {
+    /// Bodies up to --max-body (64 KiB) are read and answered 413; a larger one is reset (CANCEL) as soon
+    /// as it passes the bound, before the gateway buffers more of it.
+    @Test func bodiesUpToMaxBodyAre413AndLargerOnesReset() throws {
         try withGateway { gateway in
             var request = probeRequest()
-            request["body_size"] = 2 << 20
-            let r = try probe(port: gateway.port, [request], timeout: 60)
-            let s = try #require(r.streams.first)
+            request["body_size"] = 60 << 10
+            var r = try probe(port: gateway.port, [request], timeout: 60)
+            var s = try #require(r.streams.first)
             #expect(s.reset == nil && s.status == 413 && s.body == #"{"reason":"PayloadTooLarge"}"#)
+            request["body_size"] = 2 << 20
+            r = try probe(port: gateway.port, [request], timeout: 60)
+            s = try #require(r.streams.first)
+            #expect(s.reset == 8 && s.status == nil)
+            #expect(gateway.stats().limits == ["request_body_size": 1])
         }
     }
 

@@ -71,4 +71,15 @@ import Testing
         #expect(PushbenchMain.run(["pushbench", "compare", "--help"]) == 0)
         #expect(PushbenchMain.run(["pushbench", "--connections", "0"]) == 2)
     }
+
+    /// Loopback needs no warning; the wildcard address names the interfaces it reaches, loopback among
+    /// them, and says the gateway authenticates nobody.
+    @Test func listeningBeyondLoopbackIsWarnedAbout() throws {
+        #expect(ListenWarning.message(host: "127.0.0.1", port: 8080) == nil)
+        #expect(ListenWarning.message(host: "::1", port: 8080) == nil)
+        let all = try #require(ListenWarning.message(host: "0.0.0.0", port: 8080))
+        #expect(all.contains("0.0.0.0:8080") && all.contains("lo 127.0.0.1") && all.contains("no authentication"))
+        let wrong = try #require(ListenWarning.message(host: "192.0.2.1", port: 1))
+        #expect(wrong.contains("no local interface"))
+    }
 }
