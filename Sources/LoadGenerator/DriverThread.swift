@@ -34,6 +34,8 @@ final class ResultSlot: @unchecked Sendable {
     var stats = DriverStats()
     var lastMeasuredSendNs: UInt64 = 0
     var firstSend: (intended: UInt64, sent: UInt64) = (0, 0)
+    /// When the thread closed its books (monotonic ns).
+    var endNs: UInt64 = 0
 }
 
 /// One driver thread: an event loop, a connection pool making `Builder`'s requests, a pacing timer and
@@ -224,6 +226,7 @@ final class DriverThread<Builder: RequestBuilder> {
         slot.stats = stats
         slot.lastMeasuredSendNs = core.lastMeasuredSendNs
         slot.firstSend = core.firstSend
+        slot.endNs = MonotonicClock.nanoseconds()
         shared.finished.add(1, ordering: .acquiringAndReleasing)
         loop.stop()
     }

@@ -187,12 +187,14 @@ public enum LoadRun {
         if stealMark != nil { sampleSteal() }  // the last, partial second
         var lastSend: UInt64 = 0
         var first: (intended: UInt64, sent: UInt64)?
+        var end: UInt64 = 0
         for slot in shared.results {
             guard let r = slot.recorder else { continue }
             result.merge(measured: r.measured, warmup: r.warmup, latency: r.latency, serviceTime: r.serviceTime,
                          intervals: r.intervals, stats: slot.stats, concurrent: true)
             lastSend = max(lastSend, slot.lastMeasuredSendNs)
             if slot.firstSend.sent != 0 && slot.firstSend.sent < first?.sent ?? .max { first = slot.firstSend }
+            end = max(end, slot.endNs)
         }
         if let first {
             result.firstSend = (Int64(first.sent) - Int64(t0), Int64(first.sent) - Int64(first.intended))
@@ -206,10 +208,15 @@ public enum LoadRun {
         }
         // Open loop over a duration: the measured phase is the schedule's length, or longer when the last
         // measured request went out late. Closed loop and --requests: from the start to the last send.
+        // A run stopped early (a signal, every token gone) measured until it ended, its drain included:
+        // the answers it counts arrived until then, even when a stalled target took the sends' time away.
         let sendSpan = lastSend > measureStart ? Double(lastSend - measureStart) / 1e9 : 0
-        if config.requests == nil {
+        let endSpan = end > measureStart ? Double(end - measureStart) / 1e9 : 0
+        if interrupted || result.tokensExhausted {
+            result.measuredSeconds = max(sendSpan, endSpan)
+        } else if config.requests == nil {
             let nominal = Double(config.durationNs) / 1e9
-            result.measuredSeconds = interrupted || result.tokensExhausted ? sendSpan : max(nominal, sendSpan)
+            result.measuredSeconds = max(nominal, sendSpan)
         } else if let rate = config.rate, let n = config.requests {
             result.measuredSeconds = max(Double(n) / Double(rate), sendSpan)
         } else {

@@ -127,6 +127,10 @@ public final class DeviceTokens: @unchecked Sendable {
 
     /// Longest FCM registration token accepted (the FCM send API's bound; real ones are ~150-255 bytes).
     public static let maxFCMTokenLength = 4096
+    /// Longest APNs device token accepted, in hex digits: the most the gateway can be told to accept
+    /// (`--token-length`); Apple's tokens are 64 today. A longer line is a mistake (a file that is not a
+    /// token list), and taking it would size every request's memory after it.
+    public static let maxAPNsTokenLength = 1024
 
     /// Loads a token file: one token per line; blank lines and lines starting with `#` are
     /// skipped; surrounding spaces and `\r` are ignored. APNs (the default): hex, upper-case stored
@@ -148,6 +152,10 @@ public final class DeviceTokens: @unchecked Sendable {
         hex.reserveCapacity(bytes.count)
         var offsets: [Int] = [0]
         try DeviceTokens.forEachTokenLine(bytes) { (line, a, b) throws(TokenFileError) in
+            guard b - a <= DeviceTokens.maxAPNsTokenLength else {
+                throw TokenFileError(file: file, line: line, reason:
+                    "token is \(b - a) characters, over the \(DeviceTokens.maxAPNsTokenLength)-digit limit of an APNs device token")
+            }
             for k in a..<b {
                 let c = bytes[k]
                 switch c {

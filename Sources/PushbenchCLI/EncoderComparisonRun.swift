@@ -52,7 +52,7 @@ struct EncoderComparisonExecution {
         }
 
         let previous = catchInterrupts()
-        defer { signal(SIGINT, previous) }
+        defer { restoreInterrupts(previous) }
 
         let talk = !options.quiet && !options.json
         var display = ProgressDisplay(quiet: options.quiet, json: options.json)

@@ -9,23 +9,39 @@ import Synchronization
 import Glibc
 #endif
 
-/// Set by the SIGINT handler during a run: the run ends early and still writes every file.
+/// Set by the stop signals' handler during a run: the run ends early and still writes every file.
 /// A global because a C signal handler cannot capture context; an Atomic, so it is safe to touch from it.
 let interruptRequested = Atomic<Bool>(false)
 
-/// Clears ``interruptRequested`` and lets Ctrl-C set it for the run about to start (a second Ctrl-C while
-/// the results are being written ends the process at once). Returns the handler to put back afterwards.
-func catchInterrupts() -> __sighandler_t? {
+/// The signals that stop a run early and keep its results: Ctrl-C, what Kubernetes and CI send to stop
+/// a job, and a closed terminal.
+let runStopSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+
+/// The handlers ``catchInterrupts()`` replaced, to put back with ``restoreInterrupts(_:)``.
+typealias PreviousHandlers = [(Int32, __sighandler_t?)]
+
+/// Clears ``interruptRequested`` and lets SIGINT, SIGTERM and SIGHUP set it for the run about to start: it
+/// stops sending, drains briefly and writes every file marked interrupted. A second signal ends the
+/// process at once (status 128 + the signal), for a user who will not wait for the drain.
+func catchInterrupts() -> PreviousHandlers {
     interruptRequested.store(false, ordering: .relaxed)
-    let previous = signal(SIGINT) { _ in
-        if interruptRequested.exchange(true, ordering: .relaxed) { _exit(130) }
+    var previous: PreviousHandlers = []
+    for sig in runStopSignals {
+        previous.append((sig, signal(sig) { sig in
+            if interruptRequested.exchange(true, ordering: .relaxed) { _exit(128 + sig) }
+        }))
     }
-    // A parent may have started us with SIGINT blocked (posix_spawn inherits the mask); Ctrl-C must work.
+    // A parent may have started us with them blocked (posix_spawn inherits the mask); they must work.
     var unblock = sigset_t()
     sigemptyset(&unblock)
-    sigaddset(&unblock, SIGINT)
+    for sig in runStopSignals { sigaddset(&unblock, sig) }
     pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     return previous
+}
+
+/// Puts back the handlers ``catchInterrupts()`` replaced.
+func restoreInterrupts(_ previous: PreviousHandlers) {
+    for (sig, handler) in previous { signal(sig, handler) }
 }
 
 /// One `pushbench run`: input checks (exit 2), the embedded gateway, the load run per encoder, the
@@ -66,6 +82,7 @@ struct RunExecution {
 
     func execute() -> Int32 {
         do {
+            try checkDescriptors()
             let (template, tokens, limit) = try loadInputs()
             switch Self.plan(options) {
             case .single(let encoder):
@@ -141,7 +158,7 @@ struct RunExecution {
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds)
         let previous = catchInterrupts()
-        defer { signal(SIGINT, previous) }
+        defer { restoreInterrupts(previous) }
         let result: LoadResult
         do {
             result = try LoadRun.run(config, progress: { snapshot, elapsed in display.show(snapshot, elapsed: elapsed) },

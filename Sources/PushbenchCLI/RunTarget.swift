@@ -1,4 +1,5 @@
 import MockGateway
+import PushTransport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,11 +12,35 @@ extension RunExecution {
             let (host, port, authority) = try resolveTarget(target)
             return (host, port, authority, nil)
         }
+        var config = options.embeddedGateway
+        // The gateway shares this process's descriptors with the run's own connections.
+        if config.maxConnections == nil {
+            config.maxConnections = max(1, DescriptorLimit.current.soft - clientDescriptors - GatewayConfiguration.reservedDescriptors)
+        }
         let gateway: EmbeddedGateway
-        do { gateway = try EmbeddedGateway.start(options.embeddedGateway) } catch {
+        do { gateway = try EmbeddedGateway.start(config) } catch {
             throw Failure(status: 3, message: "cannot start the embedded gateway: \(error)")
         }
         return (gateway.host, gateway.port, "\(gateway.host):\(gateway.port)", gateway)
+    }
+
+    /// Descriptors the run's connections take: one each (`--connections` per driver thread).
+    var clientDescriptors: Int { options.connections * options.threads }
+
+    /// Raises the descriptor limit to the hard one, then refuses (exit 2, before any traffic) a run whose
+    /// connections cannot all be opened: each takes a descriptor, and with the embedded gateway its
+    /// other end takes one more in this process. A few dozen are kept for the rest (loops, files).
+    func checkDescriptors() throws(Failure) {
+        let soft = DescriptorLimit.raiseToHard()
+        let perConnection = options.target == nil ? 2 : 1
+        let needed = clientDescriptors * perConnection + GatewayConfiguration.reservedDescriptors
+        guard needed > soft else { return }
+        let hard = DescriptorLimit.current.hard
+        let what = options.threads > 1 ? "--connections \(options.connections) x --threads \(options.threads)" : "--connections \(options.connections)"
+        throw Failure(status: 2, message: "\(what) needs about \(needed) file descriptors"
+                      + (perConnection == 2 ? " (the embedded gateway holds the other end of each connection)" : "")
+                      + ", but the limit is \(soft)\(hard > soft ? "" : " and cannot be raised (hard limit \(hard))")"
+                      + "; lower --connections or raise the limit (ulimit -n)")
     }
 
     func resolveTarget(_ url: String) throws(Failure) -> (String, Int, String) {

@@ -34,6 +34,9 @@ import Testing
             ("ab cd\n", 1, "non-hex character ' ' at column 3"),
             ("", 0, "no tokens"),
             ("# only a comment\n\n", 0, "no tokens"),
+            // A 10 MB line used to be taken, and sized every request's memory after it.
+            ("abcd\n" + String(repeating: "ab", count: 5_000_000) + "\n", 2, "token is 10000000 characters, over the 1024-digit limit"),
+            (String(repeating: "a", count: 1026) + "\n", 1, "over the 1024-digit limit"),
         ]
         for (text, line, reason) in cases {
             let e = failure(text)
