@@ -29,7 +29,8 @@ public struct GatewayCommand: PushbenchCommand {
 
     public func run() -> Int32 {
         let descriptors = DescriptorLimit.raiseToHard()
-        if let warning = ListenWarning.message(host: configuration.host, port: configuration.port) {
+        if let warning = ListenWarning.message(host: configuration.host, port: configuration.port,
+                                                authenticated: configuration.auth.summary != nil) {
             printError("pushbench gateway: \(warning)")
         }
         let usable = GatewayConfiguration.defaultMaxConnections(descriptorLimit: descriptors)

@@ -5,14 +5,16 @@ import Glibc
 /// The warning `pushbench gateway` prints when it listens beyond loopback: it is a test double that
 /// authenticates nobody (unless an auth option is on), so anyone who can reach the address can use it.
 enum ListenWarning {
-    /// The warning for `host`, naming the interfaces it reaches (nil: loopback only).
-    static func message(host: String, port: Int) -> String? {
+    /// The warning for `host`, naming the interfaces it reaches (nil: loopback only); `authenticated`
+    /// when an authentication option is on.
+    static func message(host: String, port: Int, authenticated: Bool = false) -> String? {
         let interfaces = reachedInterfaces(host: host)
         if interfaces.allSatisfy(\.loopback) && !interfaces.isEmpty || isLoopbackName(host) { return nil }
         let named = interfaces.isEmpty ? "no local interface has this address"
             : interfaces.map { "\($0.name) \($0.address)" }.joined(separator: ", ")
         return "warning: listening on \(host.contains(":") ? "[\(host)]" : host):\(port) reaches \(named); "
-            + "the gateway is a test double with no authentication: anyone who can reach it can send to it"
+            + (authenticated ? "the gateway is a test double: it checks credentials, but serves anyone who can reach it"
+                : "the gateway is a test double with no authentication: anyone who can reach it can send to it")
     }
 
     struct Interface: Equatable {
