@@ -35,24 +35,36 @@ extension RequestBuilder {
 }
 
 /// APNs: `POST /3/device/<token>` with `apns-topic`, `apns-push-type` and the optional headers fixed, and
-/// a fresh `apns-id` per request unless `--no-apns-id`.
+/// a fresh `apns-id` per request unless `--no-apns-id`. When the token file gives topics (`token topic`
+/// lines), `apns-topic` is per request: the token's first topic, or `--topic` for a line without one.
 struct APNsRequestBuilder: RequestBuilder {
     let block: HTTP2HeaderBlock
     private let tokens: DeviceTokens
     private let sendsApnsID: Bool
+    /// The per-request field numbers of `apns-topic` (0: fixed in the block) and `apns-id`.
+    private let topicField: Int
+    private let idField: Int
+    private let defaultTopic: String
 
     init(config: LoadConfiguration) throws(HTTP2HeaderBlock.InvalidBlock) {
-        var headers: [(String, String)] = [("apns-topic", config.topic), ("apns-push-type", config.pushType)]
+        let topicPerRequest = config.tokens.hasTopics
+        var headers: [(String, String)] = topicPerRequest ? [] : [("apns-topic", config.topic)]
+        headers.append(("apns-push-type", config.pushType))
         if let p = config.priority { headers.append(("apns-priority", String(p))) }
         if let e = config.expiration { headers.append(("apns-expiration", String(e))) }
         if let c = config.collapseID { headers.append(("apns-collapse-id", c)) }
         let pathLength = DeviceTokens.apnsPathPrefix.utf8CodeUnitCount + config.tokens.maxLength
+        // :path is field 0; then apns-topic when it varies, then apns-id.
+        let perRequest = (topicPerRequest ? ["apns-topic"] : []) + (config.sendsApnsID ? ["apns-id"] : [])
         block = try HTTP2HeaderBlock.request(
             authority: config.authority, path: nil,
             indexPath: Self.indexesPath(tokens: config.tokens.count, pathLength: pathLength),
-            headers: headers, perRequestHeaders: config.sendsApnsID ? ["apns-id"] : [])
+            headers: headers, perRequestHeaders: perRequest)
         tokens = config.tokens
         sendsApnsID = config.sendsApnsID
+        topicField = topicPerRequest ? 1 : 0
+        idField = topicPerRequest ? 2 : 1
+        defaultTopic = config.topic
     }
 
     /// Whether `:path` (one per token, `pathLength` bytes at most) is worth HPACK indexing: only when every
@@ -67,8 +79,12 @@ struct APNsRequestBuilder: RequestBuilder {
     @inline(__always)
     func writeHeaders(_ request: inout HTTP2RequestWriter, tokenIndex: Int, context: RequestContext) {
         request.setValue(0, tokens.apnsPath(tokenIndex))
+        if topicField > 0 {
+            let topic = tokens.topic(tokenIndex)
+            if topic.isEmpty { request.setValue(topicField, defaultTopic) } else { request.setValue(topicField, topic) }
+        }
         if sendsApnsID {
-            request.setValue(1, capacity: PushUUID.textLength) { out in
+            request.setValue(idField, capacity: PushUUID.textLength) { out in
                 context.messageID.write(to: out.baseAddress!)
                 return PushUUID.textLength
             }

@@ -1,4 +1,5 @@
 import Foundation
+import PushPayload
 import PushTransport
 import PushVocabulary
 
@@ -19,6 +20,9 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var threads = 1
     /// Seed of every random behaviour (`--seed`); each loop uses its own stream derived from it.
     public var seed: UInt64 = 1
+    /// Seed of the generated apns-ids and FCM message ids: `--seed` when it was given; nil makes them
+    /// random per start, as the real services' ids are.
+    public var idSeed: UInt64?
     /// Response latency (`--latency`).
     public var latency = LatencyDistribution.none
     /// Injected failures (`--fail REASON=FRACTION`, repeatable).
@@ -44,6 +48,14 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var dropAfterStreams: Int?
     /// Accepted device token lengths in hex characters (`--token-length 64` or `64-200`); always even.
     public var tokenLength = 64...200
+    /// Which topics listed device tokens belong to (`--token-topics FILE`); a listed token sent with another
+    /// topic is answered 400 DeviceTokenNotForTopic.
+    public var tokenTopics: TokenTopics?
+    /// Fraction of device tokens, among those `tokenTopics` does not list, answered 400 DeviceTokenNotForTopic
+    /// (`--not-for-topic`), chosen by token hash and `seed`.
+    public var notForTopicFraction = 0.0
+    /// Topics answered 400 TopicDisallowed (`--disallowed-topics`).
+    public var disallowedTopics: [String] = []
     /// Whether a missing `apns-topic` is answered 400 MissingTopic (`--topic-optional` turns it off,
     /// as a single-topic certificate would).
     public var requireTopic = true
@@ -120,6 +132,49 @@ public struct GatewayConfiguration: Equatable, Sendable {
     @inline(__always)
     func isUnregistered(hash: UInt64) -> Bool {
         unregisteredFraction > 0 && Double(hash >> 11) * 0x1.0p-53 < unregisteredFraction
+    }
+
+    /// Whether the gateway answers `token` (hex) sent with `topic` 400 DeviceTokenNotForTopic.
+    public func isNotForTopic(token: String, topic: String?) -> Bool {
+        var t = token, p = topic ?? ""
+        return t.withUTF8 { tb in
+            p.withUTF8 { pb in
+                isNotForTopic(token: UnsafeRawBufferPointer(tb), hash: tokenHash(UnsafeRawBufferPointer(tb)),
+                              topic: topic == nil ? nil : UnsafeRawBufferPointer(pb))
+            }
+        }
+    }
+
+    /// Whether the token/topic checks are on at all (so a request's token hash is worth computing).
+    var checksTokenTopics: Bool { tokenTopics != nil || notForTopicFraction > 0 }
+
+    /// A listed token (`tokenTopics`) is checked against its topics when the request has a topic; any other
+    /// token is in the `notForTopicFraction` picked by its hash mixed with `seed` (a set apart from the
+    /// unregistered one, which ignores the seed).
+    @inline(__always)
+    func isNotForTopic(token: UnsafeRawBufferPointer, hash: UInt64, topic: UnsafeRawBufferPointer?) -> Bool {
+        if let tokenTopics, let allowed = tokenTopics.allows(token: token, hash: hash, topic: topic ?? UnsafeRawBufferPointer(start: nil, count: 0)) {
+            return topic != nil && !allowed
+        }
+        return notForTopicFraction > 0 && Double(mix(hash ^ mix(seed ^ 0x7051_C0DE)) >> 11) * 0x1.0p-53 < notForTopicFraction
+    }
+
+    /// Whether `topic` is one of `disallowedTopics`.
+    @inline(__always)
+    func isDisallowed(topic: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        while i < disallowedTopics.count {
+            var name = disallowedTopics[i]
+            let same = name.withUTF8 { n -> Bool in
+                guard n.count == topic.count else { return false }
+                var j = 0
+                while j < n.count && n[j] == topic[j] { j += 1 }
+                return j == n.count
+            }
+            if same { return true }
+            i += 1
+        }
+        return false
     }
 
     // MARK: value parsers (shared by flags and the scenario file)
@@ -263,7 +318,7 @@ private struct ScenarioReader {
         // "fcm" is read by FCMConfiguration (FCM/FCMConfiguration.swift).
         try checkKeys(o.filter { $0.key != "fcm" }, ["listen", "threads", "seed", "latency", "failures", "unregistered_fraction", "token_rate_limit",
                           "max_concurrent_streams", "streams_drop_on_error", "goaway", "drops", "token_length",
-                          "require_topic"], "")
+                          "require_topic", "token_topics", "not_for_topic_fraction", "disallowed_topics"], "")
         if let v = o["fcm"] { try c.fcm.applyScenario(v, path: path) }
         if let v = o["listen"] {
             guard let s = v as? String else { throw error("listen", "must be a string HOST:PORT") }
@@ -272,7 +327,20 @@ private struct ScenarioReader {
             } catch { throw self.error("listen", innerMessage(error)) }
         }
         if let v = o["threads"] { c.threads = try integer(v, "threads", 1...64) }
-        if let v = o["seed"] { c.seed = UInt64(try integer(v, "seed", 0...Int.max)) }
+        if let v = o["seed"] { c.givenSeed = UInt64(try integer(v, "seed", 0...Int.max)) }
+        if let v = o["token_topics"] {
+            guard let file = v as? String else { throw error("token_topics", "must be a file name") }
+            do throws(TokenFileError) { c.tokenTopics = try TokenTopics(path: file) } catch {
+                throw self.error("token_topics", error.description)
+            }
+        }
+        if let v = o["not_for_topic_fraction"] { c.notForTopicFraction = try fraction(v, "not_for_topic_fraction") }
+        if let v = o["disallowed_topics"] {
+            guard let list = v as? [String] else { throw error("disallowed_topics", "must be an array of topic strings") }
+            do throws(GatewayConfigurationError) { c.disallowedTopics = try GatewayConfiguration.topicList(list.joined(separator: ","), "disallowed_topics") } catch {
+                throw self.error("disallowed_topics", innerMessage(error))
+            }
+        }
         if let v = o["latency"] { c.latency = try latency(v) }
         if let v = o["failures"] {
             c.failures = []

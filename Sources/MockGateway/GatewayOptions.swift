@@ -1,5 +1,6 @@
 import CommandLineOptions
 import PushCredentials
+import PushPayload
 import PushTransport
 import PushVocabulary
 
@@ -37,7 +38,9 @@ extension GatewayConfiguration {
             .value("--threads", "N", \.threads, default: "1", help: "event loops sharing the port") { text, name throws(UsageError) in
                 try ValueParser.integer(text, option: name, range: 1...64)
             },
-            .value("--seed", "N", \.seed, default: "1", help: "seed of the random behaviours") { text, name throws(UsageError) in
+            .value("--seed", "N", \.givenSeed,
+                   help: "seed of the random behaviours (1 without it) and of the generated apns-ids and FCM message ids (random per start without it)") {
+                text, name throws(UsageError) in
                 guard let s = UInt64(text) else { throw UsageError("\(name): '\(text)' is not a whole number") }
                 return s
             },
@@ -95,6 +98,18 @@ extension GatewayConfiguration {
             },
             .flag("--topic-optional", \.requireTopic, setting: false,
                   help: "accept a request without apns-topic (as with a single-topic certificate)"),
+            .value("--token-topics", "FILE", \.tokenTopics,
+                   help: "lines 'token topic[,topic...]': a listed token sent with another topic is answered 400 DeviceTokenNotForTopic") {
+                text, name throws(UsageError) in
+                do throws(TokenFileError) { return try TokenTopics(path: text) } catch { throw UsageError("\(name): \(error.description)") }
+            },
+            .value("--not-for-topic", "FRACTION", \.notForTopicFraction,
+                   help: "fraction of the tokens --token-topics does not list (chosen by hash and --seed) answered 400 DeviceTokenNotForTopic") {
+                text, name throws(UsageError) in try fraction(text, name)
+            },
+            .value("--disallowed-topics", "LIST", \.disallowedTopics, help: "comma-separated topics answered 400 TopicDisallowed") {
+                text, name throws(UsageError) in try topicList(text, name)
+            },
 
             .value("--apns-auth", "off|token|cert", \.auth.requestedMode,
                    group: "APNs authentication (off unless given; docs/gateway.md):",
@@ -234,6 +249,25 @@ extension GatewayConfiguration {
         let seconds = try ValueParser.duration(text, option: name)
         guard seconds <= 86_400 else { throw UsageError("\(name): '\(text)' is over a day") }
         return UInt64((seconds * 1e9).rounded())
+    }
+
+    /// `--seed` (and the scenario's `seed`): the seed of the behaviours, and of the generated ids, which are
+    /// random per start without it.
+    var givenSeed: UInt64 {
+        get { seed }
+        set { seed = newValue; idSeed = newValue }
+    }
+
+    /// `a,b,c`: topics as `apns-topic` carries them (printable ASCII, no spaces), none empty.
+    static func topicList(_ value: String, _ name: String) throws(UsageError) -> [String] {
+        let parts = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        for p in parts {
+            guard !p.isEmpty else { throw UsageError("\(name): '\(value)' has an empty topic (a list is topic[,topic...])") }
+            guard p.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw UsageError("\(name): '\(p)' is not a topic (printable ASCII without spaces, e.g. com.example.app)")
+            }
+        }
+        return parts
     }
 
     /// `--listen`'s (host, port) as one value, so the table can store it in one step.

@@ -67,9 +67,9 @@ public struct GatewayConnectionState: Sendable {
 /// state; one per event loop (not thread-safe).
 ///
 /// Validation follows Pushy's mock (push-protocols.md §1.6): duplicate headers → apns-id → method →
-/// topic → collapse id → expiration → priority → push type → path and token → unregistered token →
-/// authentication → empty payload → size → JSON object; then the behaviours (rate limit, injected
-/// failures, latency).
+/// topic (disallowed topics too) → collapse id → expiration → priority → push type → path and token →
+/// unregistered token → token not for the topic → authentication → empty payload → size → JSON object;
+/// then the behaviours (rate limit, injected failures, latency).
 ///
 /// ```swift
 /// var machine = GatewayStateMachine(configuration: config, counters: counters)
@@ -82,6 +82,8 @@ public struct GatewayStateMachine {
     /// This loop's counters (read by /stats from any thread).
     public let counters: GatewayCounters
     private var random: SeededRandom
+    /// Draws the generated apns-ids: from `--seed` when given, else from a seed random per start.
+    private var ids: SeededRandom
     private var buckets: TokenBuckets?
     private let clock: GatewayClock
     private let failureTotal: Double
@@ -98,6 +100,8 @@ public struct GatewayStateMachine {
         self.configuration = configuration
         self.counters = counters
         random = SeededRandom(seed: mix(configuration.seed &+ UInt64(loopIndex) &* 0x9E37_79B9))
+        let idSeed = configuration.idSeed ?? UInt64.random(in: .min ... .max)
+        ids = SeededRandom(seed: mix(idSeed ^ 0x1D5_1D5_1D5 &+ UInt64(loopIndex) &* 0x9E37_79B9))
         buckets = configuration.tokenRateLimit.map { TokenBuckets(limit: $0) }
         self.clock = clock
         failureTotal = configuration.failures.reduce(0) { $0 + $1.fraction }
@@ -161,7 +165,7 @@ public struct GatewayStateMachine {
         if let text = request.apnsID, let valid = APNsID(validating: text) {
             id = valid
         } else {
-            id = APNsID(random: random.next(), random.next())
+            id = APNsID(random: ids.next(), ids.next())
         }
         var response = GatewayResponse(status: 200, apnsID: id)
         if let path = request.path, hasPrefix(path, "/v1/") {
@@ -281,6 +285,7 @@ public struct GatewayStateMachine {
         if let topic = request.topic {
             if topic.isEmpty { return .badTopic }
             for c in topic where c <= 0x20 || c >= 0x7F { return .badTopic }
+            if !configuration.disallowedTopics.isEmpty, configuration.isDisallowed(topic: topic) { return .topicDisallowed }
         } else if configuration.requireTopic && !topicFromCertificate {
             return .missingTopic
         }
@@ -302,7 +307,12 @@ public struct GatewayStateMachine {
             let token = UnsafeRawBufferPointer(rebasing: path[10...])
             if token.isEmpty { return .missingDeviceToken }
             guard configuration.tokenLength.contains(token.count), token.count & 1 == 0, isHex(token) else { return .badDeviceToken }
-            if configuration.unregisteredFraction > 0, configuration.isUnregistered(hash: tokenHash(token)) { return .unregistered }
+            if configuration.unregisteredFraction > 0 || configuration.checksTokenTopics {
+                let hash = tokenHash(token)
+                if configuration.isUnregistered(hash: hash) { return .unregistered }
+                if configuration.checksTokenTopics,
+                   configuration.isNotForTopic(token: token, hash: hash, topic: request.topic) { return .deviceTokenNotForTopic }
+            }
         }
         if let reason = authenticate() { return reason }
         let body = request.body

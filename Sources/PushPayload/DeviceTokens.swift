@@ -27,6 +27,11 @@ public final class DeviceTokens: @unchecked Sendable {
     // @unchecked: storage is written only in init and freed in deinit.
     private let storage: UnsafeMutableRawBufferPointer
     private let offsets: UnsafeMutableBufferPointer<Int>  // count + 1 entries: where each path starts (and the end)
+    // The topic lists of `token topic[,topic...]` lines, as written: list i is topicStarts[i]..<topicStarts[i + 1]
+    // of topicStorage, its first topic ends at firstTopicEnds[i]. Empty (no allocation) when no line has topics.
+    private let topicStorage: UnsafeMutableRawBufferPointer
+    private let topicStarts: UnsafeMutableBufferPointer<Int>
+    private let firstTopicEnds: UnsafeMutableBufferPointer<Int>
 
     /// The `:path` prefix stored before every token.
     public static let apnsPathPrefix: StaticString = "/3/device/"
@@ -36,9 +41,13 @@ public final class DeviceTokens: @unchecked Sendable {
     public let count: Int
     /// Length of the longest token in bytes (for template size checks).
     public let maxLength: Int
+    /// Whether a line of the file gave topics (`token topic[,topic...]`).
+    public let hasTopics: Bool
 
-    /// `hex` holds the tokens back to back; `list[i]..<list[i+1]` is token i.
-    private init(hex: [UInt8], offsets list: [Int]) {
+    /// `hex` holds the tokens back to back; `list[i]..<list[i+1]` is token i. `topics` holds their topic
+    /// lists back to back, `topicList[i]..<topicList[i+1]` for token i (empty when its line had none);
+    /// no topic list at all when no line had one.
+    private init(hex: [UInt8], offsets list: [Int], topics: [UInt8] = [], topicList: [Int] = []) {
         count = list.count - 1
         var bytes: [UInt8] = []
         bytes.reserveCapacity(hex.count + count * DeviceTokens.prefixLength)
@@ -58,11 +67,31 @@ public final class DeviceTokens: @unchecked Sendable {
         offsets = .allocate(capacity: starts.count)
         _ = offsets.initialize(from: starts)
         maxLength = m
+        hasTopics = topicList.count > 1 && topicList[count] > 0
+        if hasTopics {
+            topicStorage = .allocate(byteCount: topics.count, alignment: 1)
+            topicStorage.copyBytes(from: topics)
+            topicStarts = .allocate(capacity: topicList.count)
+            _ = topicStarts.initialize(from: topicList)
+            firstTopicEnds = .allocate(capacity: count)
+            for i in 0..<count {
+                var e = topicList[i]
+                while e < topicList[i + 1] && topics[e] != UInt8(ascii: ",") { e += 1 }
+                firstTopicEnds[i] = e
+            }
+        } else {
+            topicStorage = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+            topicStarts = UnsafeMutableBufferPointer(start: nil, count: 0)
+            firstTopicEnds = UnsafeMutableBufferPointer(start: nil, count: 0)
+        }
     }
 
     deinit {
         storage.deallocate()
         offsets.deallocate()
+        topicStorage.deallocate()
+        topicStarts.deallocate()
+        firstTopicEnds.deallocate()
     }
 
     /// The bytes of token `index` (valid as long as this object lives). Allocates nothing.
@@ -88,6 +117,23 @@ public final class DeviceTokens: @unchecked Sendable {
 
     /// Token `index` as a String (allocates; not for the hot path).
     public subscript(index: Int) -> String { String(decoding: token(index), as: UTF8.self) }
+
+    /// The first topic on token `index`'s line, the `apns-topic` a run sends it with; empty when its line
+    /// gave none. Allocates nothing.
+    @inline(__always)
+    public func topic(_ index: Int) -> UnsafeRawBufferPointer {
+        precondition(index >= 0 && index < count, "token index \(index) out of 0..<\(count)")
+        guard hasTopics else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(topicStorage)[topicStarts[index]..<firstTopicEnds[index]])
+    }
+
+    /// Every topic on token `index`'s line, in order (allocates; not for the hot path).
+    public func topics(_ index: Int) -> [String] {
+        precondition(index >= 0 && index < count, "token index \(index) out of 0..<\(count)")
+        guard hasTopics else { return [] }
+        let list = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(topicStorage)[topicStarts[index]..<topicStarts[index + 1]])
+        return list.split(separator: UInt8(ascii: ",")).map { String(decoding: $0, as: UTF8.self) }
+    }
 
     /// `count` synthetic tokens of 64 lowercase hex characters (32 random bytes each), fully
     /// determined by `seed`.
@@ -134,16 +180,18 @@ public final class DeviceTokens: @unchecked Sendable {
 
     /// Loads a token file: one token per line; blank lines and lines starting with `#` are
     /// skipped; surrounding spaces and `\r` are ignored. APNs (the default): hex, upper-case stored
-    /// lower-case. FCM: registration tokens, stored as written.
-    public convenience init(path: String, kind: Kind = .apns) throws(TokenFileError) {
+    /// lower-case, optionally followed by spaces and the token's topics (`token topic[,topic...]`, see
+    /// ``topic(_:)``). FCM: registration tokens, stored as written.
+    /// With `requireTopics`, every line must name topics.
+    public convenience init(path: String, kind: Kind = .apns, requireTopics: Bool = false) throws(TokenFileError) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw TokenFileError(file: path, line: 0, reason: "cannot read the file")
         }
-        try self.init(bytes: [UInt8](data), file: path, kind: kind)
+        try self.init(bytes: [UInt8](data), file: path, kind: kind, requireTopics: requireTopics)
     }
 
     /// Parses token-file bytes (`file` names the source in errors).
-    public convenience init(bytes: [UInt8], file: String, kind: Kind = .apns) throws(TokenFileError) {
+    public convenience init(bytes: [UInt8], file: String, kind: Kind = .apns, requireTopics: Bool = false) throws(TokenFileError) {
         if kind == .fcm {
             try self.init(fcmBytes: bytes, file: file)
             return
@@ -151,12 +199,16 @@ public final class DeviceTokens: @unchecked Sendable {
         var hex: [UInt8] = []
         hex.reserveCapacity(bytes.count)
         var offsets: [Int] = [0]
+        var topics: [UInt8] = []
+        var topicList: [Int] = [0]
         try DeviceTokens.forEachTokenLine(bytes) { (line, a, b) throws(TokenFileError) in
-            guard b - a <= DeviceTokens.maxAPNsTokenLength else {
+            var end = a
+            while end < b && bytes[end] != 0x20 && bytes[end] != 0x09 { end += 1 }
+            guard end - a <= DeviceTokens.maxAPNsTokenLength else {
                 throw TokenFileError(file: file, line: line, reason:
-                    "token is \(b - a) characters, over the \(DeviceTokens.maxAPNsTokenLength)-digit limit of an APNs device token")
+                    "token is \(end - a) characters, over the \(DeviceTokens.maxAPNsTokenLength)-digit limit of an APNs device token")
             }
-            for k in a..<b {
+            for k in a..<end {
                 let c = bytes[k]
                 switch c {
                 case 0x30...0x39, 0x61...0x66: hex.append(c)
@@ -168,16 +220,47 @@ public final class DeviceTokens: @unchecked Sendable {
                         + (DeviceTokens.isFCMTokenByte(c) ? " (an FCM registration token needs --protocol fcm)" : ""))
                 }
             }
-            if (b - a) % 2 != 0 {
+            if (end - a) % 2 != 0 {
                 throw TokenFileError(file: file, line: line, reason:
-                    "token has an odd number of hex digits (\(b - a)); a token is whole bytes, e.g. 64 hex digits")
+                    "token has an odd number of hex digits (\(end - a)); a token is whole bytes, e.g. 64 hex digits")
             }
             offsets.append(hex.count)
+            var t = end
+            while t < b && (bytes[t] == 0x20 || bytes[t] == 0x09) { t += 1 }
+            if t < b {
+                try DeviceTokens.appendTopics(bytes, t..<b, lineStart: a, into: &topics, file: file, line: line)
+            } else if requireTopics {
+                throw TokenFileError(file: file, line: line, reason: "token has no topic (a line is 'token topic[,topic...]')")
+            }
+            topicList.append(topics.count)
         }
         guard offsets.count > 1 else {
             throw TokenFileError(file: file, line: 0, reason: "no tokens (the file is empty or only blank lines and # comments)")
         }
-        self.init(hex: hex, offsets: offsets)
+        self.init(hex: hex, offsets: offsets, topics: topics, topicList: topicList)
+    }
+
+    /// Checks a line's topic list (`topic[,topic...]`: printable ASCII, no spaces, no empty topic) and
+    /// appends it to `topics`.
+    private static func appendTopics(_ bytes: [UInt8], _ range: Range<Int>, lineStart: Int, into topics: inout [UInt8],
+                                     file: String, line: Int) throws(TokenFileError) {
+        func fail(_ k: Int, _ why: String) -> TokenFileError {
+            TokenFileError(file: file, line: line, reason: "\(why) at column \(k - lineStart + 1) (a line is 'token' or 'token topic[,topic...]')")
+        }
+        var topicStart = range.lowerBound
+        for k in range {
+            let c = bytes[k]
+            if c == UInt8(ascii: ",") {
+                if k == topicStart { throw fail(k, "empty topic") }
+                topicStart = k + 1
+            } else if c == 0x20 || c == 0x09 {
+                throw fail(k, "a space inside the topics")
+            } else if c < 0x20 || c >= 0x7F {
+                throw fail(k, "topic has a character \(describe(byte: c))")
+            }
+        }
+        if topicStart == range.upperBound { throw fail(range.upperBound - 1, "empty topic after the last comma") }
+        topics.append(contentsOf: bytes[range])
     }
 
     /// Calls `body(line, start, end)` for each token line of a token file: lines split on LF, spaces,

@@ -240,13 +240,13 @@ public struct RunCommand: PushbenchCommand {
                 text, _ in text
             },
             .value("--tokens", "FILE|N", \.tokens, default: "1000",
-                   help: "device tokens, one per line (hex; FCM registration tokens with --protocol fcm), or N synthetic ones") {
+                   help: "device tokens, one per line (hex; FCM registration tokens with --protocol fcm), or N synthetic ones; an APNs line 'token topic[,topic...]' sends that token with its first topic") {
                 text, name throws(UsageError) in
                 guard let n = Int(text) else { return .file(text) }
                 guard n >= 1 && n <= 10_000_000 else { throw UsageError("\(name): \(n) is out of range (1...10000000)") }
                 return .synthetic(n)
             },
-            .value("--topic", "T", \.topic, default: "com.example.pushbench", help: "apns-topic") { text, name throws(UsageError) in
+            .value("--topic", "T", \.topic, default: "com.example.pushbench", help: "apns-topic (of the tokens whose line names none)") { text, name throws(UsageError) in
                 guard !text.isEmpty else { throw UsageError("\(name): must not be empty") }
                 return text
             },

@@ -66,13 +66,17 @@ import PushTransport
     /// The whole client path over real sockets against the embedded gateway (its own threads): the driver,
     /// the pool, the zerocopy encoder writing into the stream slot, the transport. Counted on this thread;
     /// nghttp2's own allocations (its stream objects, counted by the loop's nghttp2_mem) are subtracted.
-    @Test func clientPathOverLoopbackAllocatesNothingOutsideNghttp2() throws {
+    /// With `topics`, the tokens come from a file whose lines name topics, so `apns-topic` is written per request.
+    @Test(arguments: [false, true])
+    func clientPathOverLoopbackAllocatesNothingOutsideNghttp2(topics: Bool) throws {
         let gateway = try EmbeddedGateway.start(GatewayConfiguration.parse([]))
         defer { gateway.stop() }
         let loop = try EventLoop()
         defer { loop.close() }
-        var config = LoadConfiguration(host: gateway.host, port: gateway.port, template: .defaultAPNs(),
-                                       tokens: DeviceTokens(synthetic: 100, seed: 3))
+        let synthetic = DeviceTokens(synthetic: 100, seed: 3)
+        let lines = (0..<100).map { "\(synthetic[$0]) com.example.app\($0 % 3)" + ($0 % 5 == 0 ? ",other" : "") }
+        let tokens = topics ? try DeviceTokens(bytes: Array(lines.joined(separator: "\n").utf8), file: "t") : synthetic
+        var config = LoadConfiguration(host: gateway.host, port: gateway.port, template: .defaultAPNs(), tokens: tokens)
         config.connections = 2
         config.streams = 32
         let core = DriverCore(plan: DriverPlan(rate: nil, durationNs: 600_000_000_000, capacity: 64),

@@ -11,16 +11,16 @@ import CAllocCounter
         var h = try Harness(["--capture", "5"])
         let r = h.fcm(fcmRequest(fcmSeedMessage))
         #expect(r.status == 200 && r.code == nil)
-        #expect(r.body == #"{"name":"projects/pushbench/messages/\#(fcmMessageID(1))"}"#)
+        #expect(r.body == #"{"name":"projects/pushbench/messages/\#(harnessMessageID(1))"}"#)
         let s = h.stats
         #expect(s.fcm.messagesAccepted == 1 && s.fcm.deviceDeliveries == 1 && s.byStatus[200] == 1)
         let push = try #require(s.fcm.captured.first)
-        #expect(push.payload == #"{"aps":{"alert":{"title":"Portugal vs. Denmark","body":"great match!"},"badge":1},"customKey":"customValue","gcm.message_id":"\#(fcmMessageID(1))"}"#)
+        #expect(push.payload == #"{"aps":{"alert":{"title":"Portugal vs. Denmark","body":"great match!"},"badge":1},"customKey":"customValue","gcm.message_id":"\#(harnessMessageID(1))"}"#)
         // FCM's defaults: priority 10, expiration now + 30 days (the harness's clock starts at 1.7e12 ms).
         #expect(push.headers.map { "\($0.0): \($0.1)" } == ["apns-priority: 10", "apns-expiration: 1702592000",
                                                             "apns-push-type: alert", "apns-topic: com.example.pushbench"])
         #expect(push.target == "token:fcm-token-1")
-        #expect(push.name == "projects/pushbench/messages/" + fcmMessageID(1))
+        #expect(push.name == "projects/pushbench/messages/" + harnessMessageID(1))
         #expect(try JSONSerialization.jsonObject(with: Data(s.fcm.captureJSON.utf8)) is [Any])
     }
 
@@ -29,7 +29,7 @@ import CAllocCounter
         let r = h.fcm(fcmRequest(fcmMessage(#""apns":{"payload":{"aps":{"content-available":1}}},"data":{"k":"v"}"#)))
         #expect(r.status == 200)
         let push = try #require(h.stats.fcm.captured.first)
-        #expect(push.payload == #"{"aps":{"content-available":1},"k":"v","gcm.message_id":"\#(fcmMessageID(1))"}"#)
+        #expect(push.payload == #"{"aps":{"content-available":1},"k":"v","gcm.message_id":"\#(harnessMessageID(1))"}"#)
         #expect(push.headers[0] == ("apns-priority", "5") as (String, String))
         #expect(push.headers[2].1 == "background")
     }
@@ -39,7 +39,7 @@ import CAllocCounter
         let body = fcmMessage(#""notification":{"title":"T","click_action":"MATCH","body_loc_key":"K","body_loc_args":["a"],"sound":"default"},"apns":{"payload":{"aps":{"content_available":true,"mutable_content":true}}}"#)
         #expect(h.fcm(fcmRequest(body)).status == 200)
         let push = try #require(h.stats.fcm.captured.first)
-        #expect(push.payload == #"{"aps":{"alert":{"title":"T","loc-key":"K","loc-args":["a"]},"content-available":1,"mutable-content":1,"category":"MATCH","sound":"default"},"gcm.message_id":"\#(fcmMessageID(1))"}"#)
+        #expect(push.payload == #"{"aps":{"alert":{"title":"T","loc-key":"K","loc-args":["a"]},"content-available":1,"mutable-content":1,"category":"MATCH","sound":"default"},"gcm.message_id":"\#(harnessMessageID(1))"}"#)
         #expect(push.headers[2].1 == "alert")
     }
 
@@ -48,7 +48,7 @@ import CAllocCounter
         let body = fcmMessage(#""notification":{"title":"T","body":"B","image":"https://x/i.png"},"apns":{"headers":{"apns-priority":"5","apns-collapse-id":"c1","apns-expiration":"0"},"payload":{"aps":{"alert":{"title":"Apple title"}},"custom":{"x":1}},"fcm_options":{"image":"https://x/apple.png"}},"data":{"custom":"loses","d":"e"}"#)
         #expect(h.fcm(fcmRequest(body)).status == 200)
         let push = try #require(h.stats.fcm.captured.first)
-        #expect(push.payload == #"{"aps":{"alert":{"body":"B","title":"Apple title"}},"custom":{"x":1},"d":"e","gcm.message_id":"\#(fcmMessageID(1))","fcm_options":{"image":"https://x/apple.png"}}"#)
+        #expect(push.payload == #"{"aps":{"alert":{"body":"B","title":"Apple title"}},"custom":{"x":1},"d":"e","gcm.message_id":"\#(harnessMessageID(1))","fcm_options":{"image":"https://x/apple.png"}}"#)
         #expect(push.headers.map { "\($0.0): \($0.1)" } == ["apns-priority: 5", "apns-expiration: 0", "apns-push-type: alert",
                                                             "apns-topic: com.example.pushbench", "apns-collapse-id: c1"])
     }

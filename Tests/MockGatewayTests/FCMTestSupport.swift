@@ -53,3 +53,8 @@ func fcmMessageID(_ id: UInt64) -> String {
     let r = FCMResponse(status: 200, code: nil, problem: .none, text: FCMInlineText("p"), number: id)
     return String(r.body.dropFirst(#"{"name":"projects/p/messages/"#.count).dropLast(2))
 }
+
+/// The id of a ``Harness``'s `k`-th accepted FCM message on loop 0.
+func harnessMessageID(_ k: UInt64) -> String {
+    fcmMessageID(FCMEngine.messageNumber(k, base: FCMEngine.messageBase(idSeed: Harness.idSeed), loopTag: 0))
+}

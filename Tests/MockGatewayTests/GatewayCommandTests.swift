@@ -36,6 +36,16 @@ import Testing
         #expect(r.stderr.split(separator: "\n").count == 1)
     }
 
+    @Test func badTokenTopicsFileExits2NamingFileAndLine() throws {
+        let bin = try #require(binary, "build pushbench first (swift build --build-tests)")
+        let file = try temporaryFile("cli-topics.txt", "\(validToken) com.example.app\n\(validToken)\n")
+        defer { file.remove() }
+        let r = try runProcess(bin, ["gateway", "--token-topics", file.path], timeout: 30)
+        #expect(r.status == 2)
+        #expect(r.stderr.hasPrefix("pushbench gateway: --token-topics: \(file.path):2: token has no topic"))
+        #expect(r.stderr.split(separator: "\n").count == 1)
+    }
+
     @Test func sigtermStopsGracefullyPrintsFinalStatsAndExits0() throws {
         let bin = try #require(binary, "build pushbench first (swift build --build-tests)")
         let child = try startProcess(bin, ["gateway", "--listen", "127.0.0.1:0", "--threads", "2"])

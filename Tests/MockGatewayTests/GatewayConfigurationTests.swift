@@ -44,7 +44,7 @@ import Testing
             "--goaway-after", "30s", "--goaway-reason", "IdleTimeout", "--drop-rate", "0.001", "--drop-after-streams", "5000",
             "--token-length", "64", "--topic-optional",
         ])
-        #expect(c.host == "0.0.0.0" && c.port == 9000 && c.threads == 4 && c.seed == 42)
+        #expect(c.host == "0.0.0.0" && c.port == 9000 && c.threads == 4 && c.seed == 42 && c.idSeed == 42)
         #expect(c.latency == .percentiles([LatencyPoint(percentile: 50, nanos: 1_000_000), LatencyPoint(percentile: 99, nanos: 10_000_000)]))
         #expect(c.failures == [FailureRate(reason: .internalServerError, fraction: 0.01), FailureRate(reason: .tooManyRequests, fraction: 0.02)])
         #expect(c.unregisteredFraction == 0.05 && c.tokenRateLimit == TokenRateLimit(perSecond: 10, burst: 20))
@@ -98,7 +98,9 @@ import Testing
         """)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let c = try GatewayConfiguration.parse(["--scenario", path, "--seed", "3"])
-        #expect(c.seed == 3 && c.threads == 2 && c.scenarioFile == path)
+        #expect(c.seed == 3 && c.idSeed == 3 && c.threads == 2 && c.scenarioFile == path)
+        #expect(GatewayConfiguration().idSeed == nil)
+        #expect(try GatewayConfiguration.parse([]).idSeed == nil)
         #expect(c.latency == .uniform(minNanos: 1_000_000, maxNanos: 5_000_000))
         #expect(c.failures == [FailureRate(reason: .internalServerError, fraction: 0.01), FailureRate(reason: .unregistered, fraction: 0.02)])
         #expect(c.unregisteredFraction == 0.1 && c.tokenRateLimit == TokenRateLimit(perSecond: 5, burst: 10))
@@ -128,7 +130,7 @@ import Testing
         (#"{"max_concurrent_streams": 0}"#, "field 'max_concurrent_streams': must be a whole number, 1...2147483647"),
         (#"{"goaway": {"reason": "Bye"}}"#, "field 'goaway.reason': must be an APNs reason string (e.g. \"Shutdown\")"),
         (#"{"goaway": {"after": 3}}"#, "field 'goaway.after': unknown field (expected one of after_streams, after_seconds, reason)"),
-        (#"{"latncy": {}}"#, "field 'latncy': unknown field (expected one of listen, threads, seed, latency, failures, unregistered_fraction, token_rate_limit, max_concurrent_streams, streams_drop_on_error, goaway, drops, token_length, require_topic)"),
+        (#"{"latncy": {}}"#, "field 'latncy': unknown field (expected one of listen, threads, seed, latency, failures, unregistered_fraction, token_rate_limit, max_concurrent_streams, streams_drop_on_error, goaway, drops, token_length, require_topic, token_topics, not_for_topic_fraction, disallowed_topics)"),
         (#"{"token_rate_limit": {"burst": 3}}"#, "field 'token_rate_limit.per_second': is required"),
         (#"{"token_length": 63}"#, "field 'token_length': a hex token has an even length"),
         (#"[1, 2]"#, "the top level must be a JSON object"),

@@ -64,7 +64,13 @@ struct Harness {
     var connection: GatewayConnectionState
     var now: UInt64 = 1_000_000_000
 
+    /// The id seed of a configuration that has none: the harness's generated ids are the same in every
+    /// test run, as with `--seed`.
+    static let idSeed: UInt64 = 1
+
     init(_ config: GatewayConfiguration = GatewayConfiguration(), loop: Int = 0) {
+        var config = config
+        if config.idSeed == nil { config.idSeed = Harness.idSeed }
         // The gateway started at 1_700_000_000_000 ms, 1 s into the monotonic clock, when `now` begins.
         machine = GatewayStateMachine(configuration: config, loopIndex: loop, counters: GatewayCounters(),
                                       clock: GatewayClock(wallMillis: 1_700_000_000_000, monotonicNanos: 1_000_000_000))

@@ -31,7 +31,11 @@ import Testing
         let cases: [(String, Int, String)] = [
             ("abcd\nabc\n", 2, "odd number of hex digits (3)"),
             ("# c\nabzz\n", 2, "non-hex character 'z' at column 3"),
-            ("ab cd\n", 1, "non-hex character ' ' at column 3"),
+            ("ab c d\n", 1, "a space inside the topics at column 5"),
+            ("abcd com.example.app,\n", 1, "empty topic after the last comma"),
+            ("abcd a,,b\n", 1, "empty topic at column 8"),
+            ("abcd a\u{7f}b\n", 1, "topic has a character byte 0x7f at column 7"),
+            ("abc com.example.app\n", 1, "odd number of hex digits (3)"),
             ("", 0, "no tokens"),
             ("# only a comment\n\n", 0, "no tokens"),
             // A 10 MB line used to be taken, and sized every request's memory after it.
@@ -44,6 +48,25 @@ import Testing
             #expect(e?.reason.contains(reason) == true, "\(text.debugDescription): \(String(describing: e))")
             #expect(e?.description.hasPrefix(line > 0 ? "tokens.txt:\(line): " : "tokens.txt: ") == true)
         }
+    }
+
+    @Test func linesMayNameTheTokensTopics() throws {
+        let a = String(repeating: "ab", count: 32), b = String(repeating: "0F", count: 32), c = String(repeating: "12", count: 32)
+        let t = try parse("\(a) com.example.app\n\(b)\t com.example.app.voip,com.example.app  \r\n\(c)\n")
+        #expect(t.count == 3 && t.hasTopics)
+        #expect(t[1] == b.lowercased() && t.token(1).count == 64)
+        #expect(String(decoding: t.topic(0), as: UTF8.self) == "com.example.app")
+        #expect(String(decoding: t.topic(1), as: UTF8.self) == "com.example.app.voip")
+        #expect(t.topic(2).isEmpty)
+        #expect(t.topics(1) == ["com.example.app.voip", "com.example.app"])
+        #expect(t.topics(2) == [])
+        #expect(minAllocations { _ = t.topic(1).count } == 0)
+        let plain = try parse(a)
+        #expect(!plain.hasTopics && plain.topic(0).isEmpty && plain.topics(0) == [])
+        let e = #expect(throws: TokenFileError.self) {
+            try DeviceTokens(bytes: Array("\(a) t\n\(b)\n".utf8), file: "t.txt", requireTopics: true)
+        }
+        #expect(e?.description == "t.txt:2: token has no topic (a line is 'token topic[,topic...]')")
     }
 
     @Test func loadsAFileAndNamesAMissingOne() throws {

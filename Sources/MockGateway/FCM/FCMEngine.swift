@@ -21,6 +21,8 @@ struct FCMEngine {
     private var quota: QuotaWindow?
     private var sequence: UInt64 = 0
     private let loopTag: UInt64
+    /// Where this loop's message numbers start: from `--seed` when given, else random per start.
+    private let messageBase: UInt64
     private let wallClockAtStartMillis: Int64
     /// The monotonic time of the first request: token churn and the default `apns-expiration` count from it.
     private var firstNow: UInt64 = 0
@@ -41,6 +43,7 @@ struct FCMEngine {
             quota = QuotaWindow(limit: max(1, UInt64((Double(q.messages) / loops).rounded(.up))), windowNanos: q.windowNanos)
         }
         loopTag = UInt64(loopIndex) << 48
+        messageBase = Self.messageBase(idSeed: configuration.idSeed ?? UInt64.random(in: .min ... .max))
         wallClockAtStartMillis = wallClockMillis
         topics = FCMTopicSizes(fcm.topicSubscribers, default: fcm.defaultSubscribers)
         fanoutPerLoop = fcm.fanoutPerSecond / loops
@@ -51,6 +54,15 @@ struct FCMEngine {
             failures = configuration.failures.map { FCMFailureRate(code: FCMErrorCode(mapping: $0.reason), fraction: $0.fraction) }
         }
         failureTotal = failures.reduce(0) { $0 + $1.fraction }
+    }
+
+    /// The first message number's offset for `idSeed`: 48 bits, as FCM's own ids carry a long number.
+    static func messageBase(idSeed: UInt64) -> UInt64 { mix(idSeed ^ 0xFC4_1D5) & 0xFFFF_FFFF_FFFF }
+
+    /// The number of this loop's `k`-th message (1, 2, …): the loop in the top 16 bits, `base + k` below.
+    @inline(__always)
+    static func messageNumber(_ k: UInt64, base: UInt64, loopTag: UInt64) -> UInt64 {
+        loopTag | ((base &+ k) & 0xFFFF_FFFF_FFFF)
     }
 
     // MARK: token churn (both routes)
@@ -147,7 +159,7 @@ struct FCMEngine {
         }
 
         // The Apple request FCM would send, checked with APNs' rules.
-        let id = validateOnly ? 0 : loopTag | (sequence &+ 1)
+        let id = validateOnly ? 0 : Self.messageNumber(sequence &+ 1, base: messageBase, loopTag: loopTag)
         let expiration = UInt64(wallClockAtStartMillis / 1000) + (now &- firstNow) / 1_000_000_000 + 30 * 86_400
         let built = translator.build(m, from: reader, messageID: id, validateOnly: validateOnly, expirationSeconds: expiration)
         if let problem = built.problem { return problem }

@@ -212,7 +212,8 @@ public struct FCMResponse: Equatable, Sendable {
     }
 }
 
-/// FCM message ids: `0:<decimal>%<16 hex>`, unique per gateway run.
+/// FCM message ids: `0:<decimal>%<16 hex>`, unique per gateway run; the numbers start at a random point unless
+/// `--seed` is given (``FCMEngine/messageBase(idSeed:)``).
 enum FCMMessageID {
     /// Bytes an id takes at most: `0:`, 20 digits, `%`, 16 hex digits.
     static let maxLength = 39
