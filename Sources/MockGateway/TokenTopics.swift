@@ -122,57 +122,45 @@ public struct TokenTopics: Equatable, Sendable {
     @inline(__always)
     func allows(token: UnsafeRawBufferPointer, hash: UInt64, topic: UnsafeRawBufferPointer) -> Bool? {
         bytes.withUnsafeBytes { all -> Bool? in
-            guard let e = find(token, hash, in: all) else { return nil }
-            guard let t = findTopic(topic, in: all) else { return false }
+            // Listed tokens are lower case; a request's hex may be either (| 0x20 lower-cases A-F, keeps digits).
+            guard let k = Self.probe(tokenSlots, hash, { k in
+                entries[k].hash == hash && Self.same(token, all, entries[k].token, fold: 0x20)
+            }) else { return nil }
+            let topicHash = Self.topicHash(topic)
+            guard let t = Self.probe(topicSlots, topicHash, { t in
+                topicHashes[t] == topicHash && Self.same(topic, all, topics[t], fold: 0)
+            }) else { return false }
+            let e = entries[k]
             var i = Int(e.first)
             let end = i + Int(e.count)
             while i < end {
-                if members[i] == t { return true }
+                if members[i] == Int32(t) { return true }
                 i += 1
             }
             return false
         }
     }
 
+    /// The index in `slots` (linear probing from `hash`) that `matches`, or nil at the first empty slot.
     @inline(__always)
-    private func find(_ token: UnsafeRawBufferPointer, _ hash: UInt64, in all: UnsafeRawBufferPointer) -> Entry? {
-        let mask = tokenSlots.count - 1
+    private static func probe(_ slots: [Int32], _ hash: UInt64, _ matches: (Int) -> Bool) -> Int? {
+        let mask = slots.count - 1
         var s = Int(truncatingIfNeeded: hash) & mask
         while true {
-            let k = tokenSlots[s]
+            let k = slots[s]
             if k < 0 { return nil }
-            let e = entries[Int(k)]
-            if e.hash == hash, Int(e.token.length) == token.count {
-                var same = true
-                var j = 0
-                let base = Int(e.token.offset)
-                // Listed tokens are lower case; a request's hex may be either (0x20 lower-cases A-F, keeps digits).
-                while j < token.count {
-                    if token[j] | 0x20 != all[base + j] { same = false; break }
-                    j += 1
-                }
-                if same { return e }
-            }
+            if matches(Int(k)) { return Int(k) }
             s = (s + 1) & mask
         }
     }
 
+    /// Whether `text`, each byte OR-ed with `fold`, equals the stored bytes of `span`.
     @inline(__always)
-    private func findTopic(_ topic: UnsafeRawBufferPointer, in all: UnsafeRawBufferPointer) -> Int32? {
-        let hash = Self.topicHash(topic)
-        let mask = topicSlots.count - 1
-        var s = Int(truncatingIfNeeded: hash) & mask
-        while true {
-            let t = topicSlots[s]
-            if t < 0 { return nil }
-            let span = topics[Int(t)]
-            if topicHashes[Int(t)] == hash, Int(span.length) == topic.count {
-                var j = 0
-                let base = Int(span.offset)
-                while j < topic.count && topic[j] == all[base + j] { j += 1 }
-                if j == topic.count { return t }
-            }
-            s = (s + 1) & mask
-        }
+    private static func same(_ text: UnsafeRawBufferPointer, _ all: UnsafeRawBufferPointer, _ span: Span, fold: UInt8) -> Bool {
+        guard Int(span.length) == text.count else { return false }
+        let base = Int(span.offset)
+        var j = 0
+        while j < text.count && text[j] | fold == all[base + j] { j += 1 }
+        return j == text.count
     }
 }
