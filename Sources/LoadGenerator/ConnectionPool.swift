@@ -92,7 +92,11 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
 
     private func open() -> HTTP2ClientConnection {
         let c = HTTP2ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
-        c.connect(host: config.host, port: config.port)
+        if let tls = config.tls {
+            c.connect(host: config.host, port: config.port, tls: tls, serverName: config.serverName ?? config.host)
+        } else {
+            c.connect(host: config.host, port: config.port)
+        }
         stats.opened += 1
         return c
     }
@@ -179,6 +183,13 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
 
     func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) {
         if stats.opened <= config.connections { initialConnected += 1 }
+        if let t = connection.tls {
+            if stats.tls == nil {
+                stats.tls = TLSHandshakes(version: t.version, cipher: t.cipher, alpn: t.alpn, serverName: t.serverName,
+                                          verified: t.peerCertificate?.verified ?? false)
+            }
+            stats.tls!.record(t.handshakeNanoseconds)
+        }
         notePeer(peerSettings)
         onChange()
     }
@@ -189,7 +200,7 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
         closed.insert(ObjectIdentifier(connection))
         if stats.opened <= config.connections && initialConnected + initialFailed < config.connections {
             initialFailed += 1
-            if firstError == nil { firstError = "\(config.host):\(config.port): \(error.message)" }
+            if firstError == nil { firstError = describe(error) }
         }
         scheduleReconnect(afterMilliseconds: 100)
     }
@@ -234,6 +245,19 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
         dead.insert(ObjectIdentifier(connection))
         closed.insert(ObjectIdentifier(connection))
         scheduleReconnect(afterMilliseconds: 1)
+    }
+
+    /// A failed connect, naming the target (its name when TLS checks one), with a hint for a certificate.
+    private func describe(_ error: TransportError) -> String {
+        let name = config.serverName.map { "\($0) (\(config.host)):\(config.port)" } ?? "\(config.host):\(config.port)"
+        switch error.kind {
+        case .certificate:
+            return "\(name): TLS: \(error.message) (trust its CA with --cacert FILE, or skip the check with --insecure)"
+        case .tls:
+            return "\(name): TLS handshake failed: \(error.message)"
+        default:
+            return "\(name): \(error.message)"
+        }
     }
 
     /// Marks token `index` gone; when it was the last one, stops the core (the run ends, results kept).

@@ -10,6 +10,8 @@ public struct ConnectionStats: Sendable, Equatable {
     public var connectFailures = 0
     /// Lowest SETTINGS_MAX_CONCURRENT_STREAMS the peer announced (nil: never connected).
     public var peerMaxStreams: Int?
+    /// The TLS handshakes (nil over h2c, or before any connected).
+    public var tls: TLSHandshakes?
 
     /// No connections yet.
     public init() {}
@@ -21,7 +23,57 @@ public struct ConnectionStats: Sendable, Equatable {
         lost += other.lost
         connectFailures += other.connectFailures
         if let p = other.peerMaxStreams { peerMaxStreams = min(peerMaxStreams ?? p, p) }
+        if let t = other.tls {
+            if tls == nil { tls = t } else { tls!.merge(t) }
+        }
     }
+}
+
+/// What the TLS handshakes of a run settled and how long they took (one per connection, reconnects
+/// included). The version, cipher and ALPN are the first handshake's: every connection of a run uses
+/// the same context against the same server.
+public struct TLSHandshakes: Sendable, Equatable {
+    /// e.g. `TLSv1.3`.
+    public var version: String
+    /// e.g. `TLS_AES_128_GCM_SHA256`.
+    public var cipher: String
+    /// The protocol ALPN selected (`h2`), nil when the server selected none.
+    public var alpn: String?
+    /// The SNI name sent (nil for an IP address).
+    public var serverName: String?
+    /// Whether the server's certificate was verified (false with `--insecure`).
+    public var verified: Bool
+    /// Handshakes completed.
+    public var count = 0
+    /// Handshake durations in ns, the first ``maxSamples``.
+    public var nanoseconds: [UInt64] = []
+
+    /// Durations kept (a run reconnecting for hours keeps the first ones; `count` counts them all).
+    public static let maxSamples = 100_000
+
+    /// The first handshake.
+    public init(version: String, cipher: String, alpn: String?, serverName: String?, verified: Bool) {
+        self.version = version
+        self.cipher = cipher
+        self.alpn = alpn
+        self.serverName = serverName
+        self.verified = verified
+    }
+
+    /// Counts a handshake of `nanoseconds`.
+    public mutating func record(_ nanoseconds: UInt64) {
+        count += 1
+        if self.nanoseconds.count < Self.maxSamples { self.nanoseconds.append(nanoseconds) }
+    }
+
+    /// Adds another thread's handshakes.
+    public mutating func merge(_ other: TLSHandshakes) {
+        count += other.count
+        nanoseconds += other.nanoseconds.prefix(max(0, Self.maxSamples - nanoseconds.count))
+    }
+
+    /// One line for the progress display, e.g. `TLSv1.3 h2`.
+    public var brief: String { version + " " + (alpn ?? "no ALPN") }
 }
 
 /// What driver threads measured of their own sending, beside the counts and histograms of the

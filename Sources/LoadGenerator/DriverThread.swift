@@ -18,6 +18,8 @@ final class SharedRunState: Sendable {
     /// Set by a driver thread that pruned every token (it also sets `stop`, so the others stop too).
     let tokensExhausted = Atomic<Bool>(false)
     let firstError = Mutex<String?>(nil)
+    /// What the first TLS handshake settled, for the progress line (nil over h2c).
+    let tls = Mutex<String?>(nil)
     let results: [ResultSlot]
 
     init(threads: Int) {
@@ -130,6 +132,7 @@ final class DriverThread<Builder: RequestBuilder> {
         switch state {
         case .connecting:
             if pool.initialConnected > 0 {
+                if let t = pool.stats.tls { shared.tls.withLock { $0 = $0 ?? t.brief } }
                 state = .waiting
                 shared.ready.add(1, ordering: .acquiringAndReleasing)
             } else if pool.initialFailed >= config.connections || now > connectDeadline {

@@ -1,4 +1,5 @@
 import PushPayload
+import PushTransport
 import PushVocabulary
 
 /// Everything a load run needs, resolved and validated (the CLI builds it from `RunOptions`).
@@ -103,6 +104,11 @@ public struct LoadConfiguration: Sendable {
     /// `Unregistered` failures (`--fail Unregistered=1%`) would otherwise prune every token; the CLI turns
     /// it on with `--token-churn`.
     public var pruneGoneTokens = false
+    /// TLS to the target (trust, client certificate, ALPN offer); nil speaks h2c with prior knowledge.
+    public var tls: TLSClientContext?
+    /// The name the target's certificate must match, sent as SNI when it is a DNS name (default:
+    /// `host`, the numeric address).
+    public var serverName: String?
     /// Bound on TCP connect plus the peer's first SETTINGS.
     public var connectTimeoutMilliseconds: UInt64 = 3_000
     /// Builds each driver thread's payload encoder; nil uses `makePayloadEncoder`. A seam for tests

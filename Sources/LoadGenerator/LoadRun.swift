@@ -172,7 +172,9 @@ public enum LoadRun {
                 nextStealBoundary += 1_000_000_000
             }
             if t >= nextReport && t >= t0 {
-                progress(LiveSnapshot(shared.live), Double(t - t0) / 1e9)
+                var snapshot = LiveSnapshot(shared.live)
+                snapshot.tls = shared.tls.withLock { $0 }
+                progress(snapshot, Double(t - t0) / 1e9)
                 nextReport += 1_000_000_000
                 while nextReport <= t { nextReport += 1_000_000_000 }
             }

@@ -185,6 +185,8 @@ public struct LiveSnapshot: Sendable, Equatable {
     public var p50Micros = 0
     /// See ``p50Micros``.
     public var p99Micros = 0
+    /// What TLS settled, e.g. `TLSv1.3 h2` (nil over h2c).
+    public var tls: String?
 
     /// Zeroes.
     public init() {}

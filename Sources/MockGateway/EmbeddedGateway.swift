@@ -26,6 +26,10 @@ public final class EmbeddedGateway: Sendable {
     public let host: String
     /// The most connections it serves at once (`--max-connections`, or derived from the descriptor limit).
     public var maxConnections: Int { server.connectionCap.limit }
+    /// Whether it serves TLS (else h2c).
+    public var isTLS: Bool { server.tls != nil }
+    /// The certificate a client must trust when the gateway generated its own (`--tls`): its CA's, PEM.
+    public var trustedCertificatePEM: String? { server.tls?.trustedCertificatePEM }
     private let server: GatewayServer
 
     private init(server: GatewayServer) {
@@ -59,8 +63,9 @@ public final class EmbeddedGateway: Sendable {
     /// Runs the gateway in the foreground (`pushbench gateway`) on `configuration.host:port` until SIGINT,
     /// SIGTERM or SIGHUP, then shuts down gracefully and returns the final numbers. `onListening` receives
     /// the address actually bound (`127.0.0.1:8080`) and the connection cap once connections are accepted.
-    public static func runUntilSignalled(_ configuration: GatewayConfiguration,
+    /// `log` receives lines worth logging (refused connections and why) from the loop threads.
+    public static func runUntilSignalled(_ configuration: GatewayConfiguration, log: (@Sendable (String) -> Void)? = nil,
                                          onListening: (String, Int) -> Void) throws -> GatewayStats {
-        try GatewayServer.runUntilSignalled(configuration, onListening: onListening)
+        try GatewayServer.runUntilSignalled(configuration, log: log, onListening: onListening)
     }
 }

@@ -65,6 +65,8 @@ public struct GatewayConfiguration: Equatable, Sendable {
     /// The most connections open at once across every loop (`--max-connections`); nil: derived from the
     /// descriptor limit when the gateway starts.
     public var maxConnections: Int?
+    /// TLS (`--tls`, `--tls-cert`/`--tls-key`, `--tls-name`, `--tls-cert-out`); off by default (h2c).
+    public var tls = GatewayTLS()
     /// The scenario file read, if any.
     public var scenarioFile: String?
     /// The FCM route's behaviours and token churn (FCM/FCMConfiguration.swift).
@@ -121,6 +123,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
         }
         try fcm.validate()
         try auth.validate()
+        try tls.validate()
     }
 
     /// Whether `token` (hex) is one of the tokens this configuration answers 410 Unregistered.

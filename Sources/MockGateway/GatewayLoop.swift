@@ -41,6 +41,11 @@ final class GatewayLoop: HTTP2ServerDelegate {
     private var shutdownTimer: LoopTimer?
     /// True once a graceful shutdown has closed every connection.
     private(set) var finished = false
+    /// Where refused connections are reported (nil: nowhere).
+    var log: (@Sendable (String) -> Void)?
+    /// Refusals reported so far; past ``maxRefusalsLogged`` they are only counted.
+    private var refusalsLogged = 0
+    static let maxRefusalsLogged = 20
 
     init(loop: EventLoop, machine: GatewayStateMachine, allCounters: [GatewayCounters]) {
         self.loop = loop
@@ -114,6 +119,14 @@ final class GatewayLoop: HTTP2ServerDelegate {
     }
 
     // MARK: HTTP2ServerDelegate
+
+    func server(_ server: HTTP2Server, didRefuseConnectionFrom peer: String, reason: String) {
+        guard let log, refusalsLogged <= Self.maxRefusalsLogged else { return }
+        refusalsLogged += 1
+        log(refusalsLogged <= Self.maxRefusalsLogged
+            ? "refused a connection from \(peer): \(reason)"
+            : "refused a connection from \(peer): \(reason) (further refusals on this loop are not logged)")
+    }
 
     func server(_ server: HTTP2Server, connectionDidOpen connection: HTTP2ServerConnection) {
         let entry = ConnectionEntry(state: machine.connectionOpened(now: loop.now))

@@ -233,7 +233,7 @@ extension GatewayConfiguration {
                 }
                 return text
             },
-        ])
+        ] + GatewayTLS.options)
     }
 
     /// A size in bytes (`16KiB`, `4MiB`, `65536`) within `range`.

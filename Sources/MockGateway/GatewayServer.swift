@@ -16,11 +16,14 @@ final class GatewayServer: Sendable {
     private let loops: [EventLoopHandle]
     private let threads: Mutex<[pthread_t]>
     private let finalStats = Mutex<GatewayStats?>(nil)
+    /// TLS in force (nil: h2c).
+    let tls: GatewayTLSSetup?
 
-    private init(host: String, port: Int, connectionCap: ConnectionCap, counters: [GatewayCounters], loops: [EventLoopHandle],
-                 threads: [pthread_t]) {
+    private init(host: String, port: Int, tls: GatewayTLSSetup?, connectionCap: ConnectionCap, counters: [GatewayCounters],
+                 loops: [EventLoopHandle], threads: [pthread_t]) {
         self.host = host
         self.port = port
+        self.tls = tls
         self.connectionCap = connectionCap
         self.counters = counters
         self.loops = loops
@@ -33,10 +36,13 @@ final class GatewayServer: Sendable {
         let result = Mutex<(port: Int, handle: EventLoopHandle?, error: String?)>((0, nil, nil))
     }
 
-    static func start(_ configuration: GatewayConfiguration,
-                      onSignal: (@Sendable () -> Void)? = nil) throws(GatewayStartError) -> GatewayServer {
+    /// Starts every loop; `log` receives the lines worth a log (connections refused before a session,
+    /// with their reason), from the loop threads.
+    static func start(_ configuration: GatewayConfiguration, onSignal: (@Sendable () -> Void)? = nil,
+                      log: (@Sendable (String) -> Void)? = nil) throws(GatewayStartError) -> GatewayServer {
         // A peer that closes while we write must not kill the process (libuv writes with write(2)).
         signal(SIGPIPE, SIG_IGN)
+        let tls = try configuration.makeTLS()
         let counters = (0..<configuration.threads).map { _ in GatewayCounters() }
         let cap = ConnectionCap(limit: configuration.maxConnections
                                 ?? GatewayConfiguration.defaultMaxConnections(descriptorLimit: DescriptorLimit.current.soft))
@@ -51,7 +57,8 @@ final class GatewayServer: Sendable {
             let counter = counters[index]
             let thread = spawnThread {
                 runLoop(configuration: configuration, index: index, port: listenPort, counters: counters,
-                        own: counter, clock: clock, cap: cap, startup: startup, onSignal: index == 0 ? onSignal : nil)
+                        own: counter, clock: clock, cap: cap, startup: startup, onSignal: index == 0 ? onSignal : nil,
+                        tls: tls?.context, log: log)
             }
             startup.semaphore.wait()
             let result = startup.result.withLock { $0 }
@@ -68,7 +75,7 @@ final class GatewayServer: Sendable {
             handles.append(result.handle!)
             port = result.port
         }
-        return GatewayServer(host: configuration.host, port: port, connectionCap: cap, counters: counters, loops: handles,
+        return GatewayServer(host: configuration.host, port: port, tls: tls, connectionCap: cap, counters: counters, loops: handles,
                              threads: threads)
     }
 
@@ -99,7 +106,7 @@ final class GatewayServer: Sendable {
         return finalStats.withLock { $0 } ?? stats()
     }
 
-    static func runUntilSignalled(_ configuration: GatewayConfiguration,
+    static func runUntilSignalled(_ configuration: GatewayConfiguration, log: (@Sendable (String) -> Void)? = nil,
                                   onListening: (String, Int) -> Void) throws(GatewayStartError) -> GatewayStats {
         let signalled = DispatchSemaphore(value: 0)
         // A parent may have started us with these blocked (the mask survives exec); the loop threads
@@ -108,7 +115,7 @@ final class GatewayServer: Sendable {
         sigemptyset(&unblock)
         for s in stopSignals { sigaddset(&unblock, s) }
         pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
-        let server = try start(configuration, onSignal: { signalled.signal() })
+        let server = try start(configuration, onSignal: { signalled.signal() }, log: log)
         let shownHost = server.host.contains(":") ? "[\(server.host)]" : server.host
         onListening("\(shownHost):\(server.port)", server.connectionCap.limit)
         signalled.wait()
@@ -119,7 +126,7 @@ final class GatewayServer: Sendable {
 /// The body of loop thread `index`: listen, report to `startup`, run until stopped, shut down gracefully.
 private func runLoop(configuration: GatewayConfiguration, index: Int, port: Int, counters: [GatewayCounters],
                      own: GatewayCounters, clock: GatewayClock, cap: ConnectionCap, startup: GatewayServer.Startup,
-                     onSignal: (@Sendable () -> Void)?) {
+                     onSignal: (@Sendable () -> Void)?, tls: TLSServerContext?, log: (@Sendable (String) -> Void)?) {
     nameCurrentThread("pb-gateway-\(index)")
     let loop: EventLoop
     do { loop = try EventLoop() } catch {
@@ -129,9 +136,10 @@ private func runLoop(configuration: GatewayConfiguration, index: Int, port: Int,
     }
     let machine = GatewayStateMachine(configuration: configuration, loopIndex: index, counters: own, clock: clock)
     let gateway = GatewayLoop(loop: loop, machine: machine, allCounters: counters)
-    let server = HTTP2Server(loop: loop, configuration: GatewayLoop.serverConfiguration(configuration, reusePort: configuration.threads > 1,
-                                                                                       connectionCap: cap),
-                             delegate: gateway)
+    gateway.log = log
+    var serverConfiguration = GatewayLoop.serverConfiguration(configuration, reusePort: configuration.threads > 1, connectionCap: cap)
+    serverConfiguration.tls = tls
+    let server = HTTP2Server(loop: loop, configuration: serverConfiguration, delegate: gateway)
     gateway.server = server
     do {
         let bound = try server.listen(host: configuration.host, port: port)

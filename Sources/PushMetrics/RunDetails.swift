@@ -17,6 +17,8 @@ public struct RunDetails: Sendable, Equatable {
     public var inFlightMax: Int?
     /// `connections`.
     public var connections: ConnectionCounts?
+    /// `tls`: what the TLS handshakes settled and how long they took (absent over h2c).
+    public var tls: TLSDetails?
     /// `cpu_process`: the whole process's CPU time (left out where the process ran more than this run).
     public var processCPU: CPUTime?
     /// `machine`.
@@ -47,6 +49,7 @@ public struct RunDetails: Sendable, Equatable {
         if let backlog { m.append(("backlog", backlog.json)) }
         if let inFlightMax { m.append(("in_flight_max", .int(Int64(inFlightMax)))) }
         if let connections { m.append(("connections", connections.json)) }
+        if let tls { m.append(("tls", tls.json)) }
         if let processCPU { m.append(("cpu_process", processCPU.json)) }
         if let machine { m.append(("machine", machine.json)) }
         if let tokenPruning {
@@ -129,6 +132,55 @@ public struct ConnectionCounts: Sendable, Equatable {
             ("opened", .int(Int64(opened))), ("goaways", .int(Int64(goaways))), ("lost", .int(Int64(lost))),
             ("connect_failures", .int(Int64(connectFailures))),
             ("peer_max_concurrent_streams", peerMaxConcurrentStreams.map { .int(Int64($0)) } ?? .null),
+        ])
+    }
+}
+
+/// summary.json `tls`: the client's TLS handshakes: what the first settled (every connection of a run
+/// uses the same settings against the same server) and the time each took, as a percentile block
+/// (`handshake_us`) and the whole histogram (`handshake_histogram`, base64 like `histograms`).
+public struct TLSDetails: Sendable, Equatable {
+    /// `version`, e.g. `TLSv1.3`.
+    public var version: String
+    /// `cipher`, e.g. `TLS_AES_128_GCM_SHA256`.
+    public var cipher: String
+    /// `alpn`: the protocol ALPN selected, null when none was.
+    public var alpn: String?
+    /// `server_name`: the SNI sent, null for an IP address.
+    public var serverName: String?
+    /// `verified`: whether the server's certificate was checked and trusted (false with `--insecure`).
+    public var verified: Bool
+    /// `handshakes`: handshakes completed, reconnects included.
+    public var handshakes: Int
+    /// Handshake durations in µs (the histogram is built from them when rendered).
+    public var handshakeMicros: [Int64]
+
+    /// The handshakes.
+    public init(version: String, cipher: String, alpn: String?, serverName: String?, verified: Bool, handshakes: Int,
+                handshakeMicros: [Int64]) {
+        self.version = version
+        self.cipher = cipher
+        self.alpn = alpn
+        self.serverName = serverName
+        self.verified = verified
+        self.handshakes = handshakes
+        self.handshakeMicros = handshakeMicros
+    }
+
+    /// The durations as a µs histogram.
+    public var histogram: HdrHistogram {
+        let h = HdrHistogram.latencyMicroseconds()
+        for v in handshakeMicros { h.record(max(1, v)) }
+        return h
+    }
+
+    var json: JSONValue {
+        let h = histogram
+        return .object([
+            ("version", .string(version)), ("cipher", .string(cipher)), ("alpn", alpn.map { .string($0) } ?? .null),
+            ("server_name", serverName.map { .string($0) } ?? .null), ("verified", .bool(verified)),
+            ("handshakes", .int(Int64(handshakes))), ("handshake_us", ResultsWriter.latencyJSON(h)),
+            ("handshake_histogram", .string(HistogramCodec.encodeBase64(h))),
         ])
     }
 }

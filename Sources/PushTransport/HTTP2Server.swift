@@ -221,7 +221,7 @@ public final class HTTP2Server {
 
     func pendingWasRefused(_ p: PendingServerConnection, reason: String) {
         connectionsRefused += 1
-        delegate?.server(self, didRefuseConnectionFrom: p.transport.peerName(), reason: reason)
+        delegate?.server(self, didRefuseConnectionFrom: p.peer, reason: reason)
     }
 
     func pendingDidFinish(_ p: PendingServerConnection) {

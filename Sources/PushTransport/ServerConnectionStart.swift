@@ -40,8 +40,12 @@ final class PendingServerConnection: ByteTransportOwner {
     /// The TLS layer under this connection, if any.
     private var secure: SecureTransport? { transport as? SecureTransport }
 
+    /// The peer's address, read at accept (a failed handshake closes the socket before it is reported).
+    private(set) var peer = ""
+
     /// Starts the timeout and reading (over TLS: the handshake); cleartext is decided by its first bytes.
     func begin() {
+        peer = transport.peerName()
         let timer = LoopTimer(loop: server.loop) { [unowned self] in
             self.refuse(self.isTLS && !self.handshakeDone
                         ? "no TLS handshake within \(self.server.configuration.protocolSelectionTimeoutMilliseconds) ms"

@@ -39,6 +39,7 @@ struct EncoderComparisonExecution {
 
         var config = options.loadConfiguration(host: host, port: port, authority: authority, template: template,
                                                tokens: tokens, limit: limit)
+        try run.configureTLS(&config, gateway: gateway)
         slowdown?.apply(to: &config)
         let warmupNs = UInt64(options.warmupSeconds * 1e9)
         let schedule: [ComparisonRound]

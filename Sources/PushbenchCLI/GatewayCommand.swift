@@ -8,7 +8,8 @@ public struct GatewayCommand: PushbenchCommand {
     public static let usage = """
     USAGE: pushbench gateway [options]
 
-    Emulates the APNs provider API (POST /3/device/<token>) over HTTP/2 cleartext (prior knowledge).
+    Emulates the APNs provider API (POST /3/device/<token>) over HTTP/2: cleartext (prior knowledge) by
+    default, TLS with --tls (a certificate generated at start) or --tls-cert/--tls-key.
     Every behaviour is off by default: a valid request is answered 200 at once. GET /stats answers JSON
     counts. SIGINT/SIGTERM/SIGHUP: finish the streams in flight, GOAWAY, print the final stats, exit 0.
     It is a test double: no authentication unless an auth option is on. Listening beyond loopback
@@ -28,6 +29,18 @@ public struct GatewayCommand: PushbenchCommand {
     }
 
     public func run() -> Int32 {
+        var configuration = self.configuration
+        if configuration.tls.generates && configuration.tls.certificateOut == nil {
+            configuration.tls.certificateOut = GatewayTLS.defaultCertificateOut
+        }
+        let mode: String
+        if !configuration.tls.isEnabled {
+            mode = "h2c, prior knowledge"
+        } else if let out = configuration.tls.certificateOut {
+            mode = "TLS, h2; a generated certificate for \(configuration.tls.generatedNames.joined(separator: ", ")): clients trust \(out)"
+        } else {
+            mode = "TLS, h2; certificate \(configuration.tls.certificateFile ?? "-")"
+        }
         let descriptors = DescriptorLimit.raiseToHard()
         if let warning = ListenWarning.message(host: configuration.host, port: configuration.port,
                                                 authenticated: configuration.auth.summary != nil) {
@@ -39,8 +52,9 @@ public struct GatewayCommand: PushbenchCommand {
                        + "leaves room for (\(usable)); connections past it are closed at once (raise ulimit -n)")
         }
         do {
-            let final = try EmbeddedGateway.runUntilSignalled(configuration) { address, maxConnections in
-                printOut("pushbench gateway: listening on \(address) (h2c, prior knowledge); GET /stats for counts")
+            let final = try EmbeddedGateway.runUntilSignalled(configuration, log: { printError("pushbench gateway: \($0)") }) {
+                address, maxConnections in
+                printOut("pushbench gateway: listening on \(address) (\(mode)); GET /stats for counts")
                 if let auth = configuration.auth.summary { printOut("pushbench gateway: authentication: \(auth)") }
                 printOut("pushbench gateway: at most \(maxConnections) connections (descriptor limit \(descriptors); --max-connections)")
             }

@@ -53,6 +53,7 @@ struct ProgressDisplay {
     static func format(_ s: LiveSnapshot, elapsed: Double, rps: Double, warmup: Bool = false) -> String {
         "\(fixed(elapsed, 1))s\(warmup ? " warm-up" : "")  sent \(s.sent)  \(Int(rps.rounded())) rps  in flight \(s.inFlight)  backlog \(s.backlog)"
             + "  p50 \(milliseconds(s.p50Micros))  p99 \(milliseconds(s.p99Micros))  errors \(s.errors)"
+            + (s.tls.map { "  \($0)" } ?? "")
     }
 
     /// Whether the line for the `window` seconds ending at `elapsed` is about the warm-up: it began inside it.

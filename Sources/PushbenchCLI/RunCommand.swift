@@ -43,6 +43,16 @@ public enum TokensOption: Equatable, Sendable {
 public struct RunOptions: Equatable, Sendable {
     /// `--target`: nil starts the embedded mock gateway.
     public var target: String?
+    /// `--tls`: the embedded gateway serves TLS with a generated certificate, which the run trusts.
+    public var tls = false
+    /// `--cacert`: trust the CAs in this PEM file instead of the system's.
+    public var caFile: String?
+    /// `--insecure`: do not verify the server's certificate.
+    public var insecure = false
+    /// `--cert`: the client certificate (PEM) sent when the server asks for one.
+    public var certificateFile: String?
+    /// `--key`: the private key of `--cert` (PEM).
+    public var keyFile: String?
     /// `--protocol`.
     public var pushProtocol: PushProtocol = .apns
     /// `--rps`.
@@ -156,11 +166,23 @@ public struct RunCommand: PushbenchCommand {
     public static var options: OptionTable<RunOptions> {
         OptionTable([
             .value("--target", "URL", \.target,
-                   help: "http://host:port (h2c, prior knowledge); default: embedded mock gateway") { text, name throws(UsageError) in
+                   help: "https://host:port (TLS, ALPN h2) or http://host:port (h2c, prior knowledge); default: embedded mock gateway") {
+                text, name throws(UsageError) in
                 guard text.hasPrefix("http://") || text.hasPrefix("https://") else {
                     throw UsageError("\(name): '\(text)' is not an http:// or https:// URL")
                 }
                 return text
+            },
+            .flag("--tls", \.tls, help: "the embedded gateway serves TLS with a certificate it generates, which the run trusts"),
+            .value("--cacert", "FILE", \.caFile, help: "trust the CAs in this PEM file instead of the system's (https:// or --tls)") {
+                text, name throws(UsageError) in try Self.fileName(text, name)
+            },
+            .flag("--insecure", \.insecure, help: "do not verify the server's certificate (https:// or --tls)"),
+            .value("--cert", "FILE", \.certificateFile, help: "client certificate (PEM) for a server that asks for one; with --key") {
+                text, name throws(UsageError) in try Self.fileName(text, name)
+            },
+            .value("--key", "FILE", \.keyFile, help: "the private key (PEM) of --cert") { text, name throws(UsageError) in
+                try Self.fileName(text, name)
             },
             .value("--protocol", "apns|fcm", \.pushProtocol, default: "apns", help: "push API to speak") { text, name throws(UsageError) in
                 try ValueParser.choice(text, option: name, [PushProtocol.apns, .fcm])
@@ -363,6 +385,7 @@ public struct RunCommand: PushbenchCommand {
         if o.tokenChurnPerSecond != nil && o.target != nil {
             throw UsageError("--token-churn: only the embedded gateway can churn tokens, not with --target")
         }
+        try Self.checkTLS(o)
         o.embeddedGateway = try Self.embeddedGateway(o)
         options = o
     }
@@ -420,9 +443,35 @@ public struct RunCommand: PushbenchCommand {
         } catch {
             throw UsageError("--gateway-arg: \(error.message)")
         }
+        if o.tls { config.tls.requested = true }
         if let capture = o.capture { config.fcm.capture = capture }
         if let churn = o.tokenChurnPerSecond { config.fcm.tokenChurnPerSecond = churn }
         return config
+    }
+
+    /// The TLS options' combinations: they need TLS (an https:// target, or the embedded gateway over TLS),
+    /// and a certificate goes with its key.
+    static func checkTLS(_ o: RunOptions) throws(UsageError) {
+        if o.tls && o.target != nil {
+            throw UsageError("--tls: runs the embedded gateway over TLS; for a target give an https:// URL")
+        }
+        if (o.certificateFile == nil) != (o.keyFile == nil) {
+            throw UsageError(o.certificateFile == nil ? "--key: give the certificate too (--cert FILE)" : "--cert: give its key too (--key FILE)")
+        }
+        if o.caFile != nil && o.insecure { throw UsageError("--insecure: trusts anything, so --cacert would be ignored; give one") }
+        let usesTLS = o.target.map { $0.hasPrefix("https://") } ?? (o.tls || o.gatewayArguments.contains { $0.hasPrefix("--tls") })
+        if !usesTLS {
+            let given = o.caFile != nil ? "--cacert" : o.insecure ? "--insecure" : o.certificateFile != nil ? "--cert" : nil
+            if let given {
+                throw UsageError(o.target != nil ? "\(given): the target is http:// (h2c); TLS options need an https:// target"
+                                                 : "\(given): needs TLS: an https:// --target, or --tls for the embedded gateway")
+            }
+        }
+    }
+
+    static func fileName(_ text: String, _ name: String) throws(UsageError) -> String {
+        guard !text.isEmpty else { throw UsageError("\(name): names no file") }
+        return text
     }
 
     public func run() -> Int32 {

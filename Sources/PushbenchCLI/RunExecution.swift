@@ -154,6 +154,7 @@ struct RunExecution {
 
         var config = options.loadConfiguration(host: host, port: port, authority: authority, template: template,
                                                tokens: tokens, limit: limit)
+        try configureTLS(&config, gateway: gateway)
         config.encoder = encoder
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds)

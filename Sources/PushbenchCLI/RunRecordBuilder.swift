@@ -54,6 +54,10 @@ extension RunExecution {
         let c = r.stats.connections
         d.connections = ConnectionCounts(opened: c.opened, goaways: c.goaways, lost: c.lost, connectFailures: c.connectFailures,
                                          peerMaxConcurrentStreams: c.peerMaxStreams.map { Int($0) })
+        if let t = c.tls {
+            d.tls = TLSDetails(version: t.version, cipher: t.cipher, alpn: t.alpn, serverName: t.serverName, verified: t.verified,
+                               handshakes: t.count, handshakeMicros: t.nanoseconds.map { Int64(($0 + 500) / 1000) })
+        }
         if wholeProcess { d.processCPU = CPUTime(user: Self.seconds(usage.ru_utime), system: Self.seconds(usage.ru_stime)) }
         d.machine = MachineNoise(cpus: sysconf(Int32(_SC_NPROCESSORS_ONLN)), loadAverageAtStart: r.loadAverageAtStart,
                                  stealSeconds: r.stealSeconds, driverInvoluntarySwitches: r.stats.involuntarySwitches)

@@ -1,3 +1,4 @@
+import LoadGenerator
 import MockGateway
 import PushTransport
 #if canImport(Glibc)
@@ -43,24 +44,21 @@ extension RunExecution {
                       + "; lower --connections or raise the limit (ulimit -n)")
     }
 
-    func resolveTarget(_ url: String) throws(Failure) -> (String, Int, String) {
-        if url.hasPrefix("https://") {
-            throw Failure(status: 2, message: "--target: '\(url)': TLS is not supported yet; use http:// (h2c, prior knowledge)")
-        }
-        var rest = Substring(url.dropFirst("http://".count))
+    /// The host, port text and authority of an http:// or https:// URL.
+    static func splitURL(_ url: String) -> (host: Substring, portText: Substring?, authority: Substring, tls: Bool) {
+        let tls = url.hasPrefix("https://")
+        var rest = Substring(url.dropFirst(tls ? "https://".count : "http://".count))
         if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
-        var host: Substring, portText: Substring?
         if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
-            host = rest[rest.index(after: rest.startIndex)..<close]
             let after = rest[rest.index(after: close)...]
-            portText = after.hasPrefix(":") ? after.dropFirst() : nil
-        } else if let colon = rest.lastIndex(of: ":") {
-            host = rest[..<colon]
-            portText = rest[rest.index(after: colon)...]
-        } else {
-            host = rest
-            portText = nil
+            return (rest[rest.index(after: rest.startIndex)..<close], after.hasPrefix(":") ? after.dropFirst() : nil, rest, tls)
         }
+        if let colon = rest.lastIndex(of: ":") { return (rest[..<colon], rest[rest.index(after: colon)...], rest, tls) }
+        return (rest, nil, rest, tls)
+    }
+
+    func resolveTarget(_ url: String) throws(Failure) -> (String, Int, String) {
+        let (host, portText, rest, tls) = Self.splitURL(url)
         guard !host.isEmpty else { throw Failure(status: 2, message: "--target: '\(url)' has no host") }
         let port: Int
         if let portText {
@@ -69,7 +67,7 @@ extension RunExecution {
             }
             port = p
         } else {
-            port = 80
+            port = tls ? 443 : 80
         }
         let authority = String(rest)
         // The transport connects to numeric addresses; resolve a name once, before any traffic.
@@ -88,5 +86,30 @@ extension RunExecution {
         }
         let numeric = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         return (numeric, port, authority)
+    }
+
+    /// Sets the run's TLS: for an https:// target, trust per --cacert/--insecure (else the system's CA
+    /// store) and the URL's host as the name to verify and send as SNI; for the embedded gateway over
+    /// TLS, its generated CA (or --cacert). `--cert`/`--key` go with either. A file that does not load
+    /// is bad input (exit 2), before any traffic.
+    func configureTLS(_ config: inout LoadConfiguration, gateway: EmbeddedGateway?) throws(Failure) {
+        let o = options
+        let trust: TLSTrust
+        if let target = o.target {
+            let (host, _, _, tls) = Self.splitURL(target)
+            guard tls else { return }
+            config.serverName = String(host)
+            trust = o.insecure ? .insecure : o.caFile.map { .caFile($0) } ?? .system
+        } else {
+            guard let gateway, gateway.isTLS else { return }
+            config.serverName = "localhost"
+            trust = o.insecure ? .insecure : o.caFile.map { .caFile($0) }
+                ?? gateway.trustedCertificatePEM.map { .certificates(pem: $0) } ?? .system
+        }
+        do throws(TLSError) {
+            config.tls = try TLSClientContext(trust: trust, certificateFile: o.certificateFile, privateKeyFile: o.keyFile)
+        } catch {
+            throw Failure(status: 2, message: "TLS: \(error.message)")
+        }
     }
 }

@@ -31,6 +31,12 @@ extension RunExecution {
             printOut("  \(name) p50 \(ms(h.valueAtPercentile(50)))  p90 \(ms(h.valueAtPercentile(90)))"
                      + "  p99 \(ms(h.valueAtPercentile(99)))  p99.9 \(ms(h.valueAtPercentile(99.9)))  max \(ms(h.max))")
         }
+        if let t = record.details.tls {
+            let h = t.histogram
+            let ms = { (v: Int64) in ProgressDisplay.milliseconds(Int(v)) }
+            printOut("  tls        \(t.version)  \(t.cipher)  ALPN \(t.alpn ?? "none")\(t.verified ? "" : "  (certificate not verified)")"
+                     + "  \(t.handshakes) handshakes  p50 \(ms(h.valueAtPercentile(50)))  max \(ms(h.max))")
+        }
         // The host's share of the tail, where a VM reports it: read p99 beside it.
         if let steal = r.stealSeconds {
             printOut("  machine    steal \(f(steal * 1000, 0)) ms during the run  driver preemptions \(r.stats.involuntarySwitches)"

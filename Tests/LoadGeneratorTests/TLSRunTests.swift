@@ -1,0 +1,93 @@
+import Foundation
+import PushTransport
+import Testing
+
+/// `pushbench` over TLS as a user runs it: `--tls` (the embedded gateway over TLS, trusted), an
+/// https:// target served by nghttpd over TLS, and the TLS options' bad input.
+@Suite(.serialized) struct TLSRunTests {
+    @Test func tlsRunsTheEmbeddedGatewayOverTLSAndRecordsTheHandshakes() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["--tls", "--rps", "1000", "--requests", "1500", "--connections", "4", "--out", out.path])
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.accountingHolds(s))
+        #expect(PushbenchBinary.int(s, "requests", "succeeded") == 1500)
+        let tls = try #require(s["tls"] as? [String: Any])
+        #expect(tls["version"] as? String == "TLSv1.3")
+        #expect(tls["alpn"] as? String == "h2")
+        #expect(tls["server_name"] as? String == "localhost")
+        #expect(tls["verified"] as? Bool == true)
+        #expect((tls["cipher"] as? String)?.hasPrefix("TLS_") == true)
+        #expect(tls["handshakes"] as? Int == 4)
+        #expect(PushbenchBinary.int(tls, "handshake_us", "count") == 4)
+        #expect(PushbenchBinary.int(tls, "handshake_us", "max") > 0)
+        #expect((tls["handshake_histogram"] as? String)?.isEmpty == false)
+        // The end summary names them on one line; the progress line carries version and ALPN.
+        #expect(r.out.contains("  tls        TLSv1.3  TLS_"), "\(r.out)")
+        #expect(r.out.contains("4 handshakes"), "\(r.out)")
+        #expect(r.out.contains("TLSv1.3 h2"), "\(r.out)")
+    }
+
+    @Test func anHTTPSTargetServedByNghttpd() throws {
+        let nghttpd = try #require(["/usr/sbin/nghttpd", "/usr/bin/nghttpd"].first { FileManager.default.isExecutableFile(atPath: $0) },
+                                   "nghttpd is not installed; scripts/setup installs it")
+        let dir = PushbenchBinary.tempDir("pushbench-nghttpd-tls")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ca = try TLSCertificateAuthority()
+        let id = try ca.issue(commonName: "localhost", names: ["localhost", "127.0.0.1"])
+        let caFile = dir.appendingPathComponent("ca.pem"), cert = dir.appendingPathComponent("cert.pem"), key = dir.appendingPathComponent("key.pem")
+        try Data(ca.certificatePEM.utf8).write(to: caFile)
+        try Data(id.certificateChainPEM.utf8).write(to: cert)
+        try Data(id.privateKeyPEM.utf8).write(to: key)
+        let docroot = dir.appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: docroot, withIntermediateDirectories: true)
+        // A free port: bind one with our own server and let it go.
+        let loop = try EventLoop()
+        let probe = HTTP2Server(loop: loop, delegate: nil)
+        let port = try probe.listen(host: "127.0.0.1", port: 0)
+        probe.close()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: nghttpd)
+        p.arguments = ["-d", docroot.path, "--address=127.0.0.1", String(port), key.path, cert.path]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        // nghttpd does not exit on SIGTERM while serving; SIGKILL is the bounded way to stop it.
+        defer { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        usleep(300_000)
+
+        let out = dir.appendingPathComponent("results")
+        var r = try PushbenchBinary.run(["--target", "https://localhost:\(port)", "--cacert", caFile.path, "--rps", "500",
+                                         "--requests", "500", "--out", out.path, "--quiet"])
+        if r.status == 3 {  // nghttpd was still starting: once more
+            usleep(1_000_000)
+            r = try PushbenchBinary.run(["--target", "https://localhost:\(port)", "--cacert", caFile.path, "--rps", "500",
+                                         "--requests", "500", "--out", out.path, "--quiet"])
+        }
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.accountingHolds(s))
+        // nghttpd answers every push 404 (no such file): answered, over TLS.
+        #expect(PushbenchBinary.int(s, "requests", "completed") == 500)
+        #expect((s["tls"] as? [String: Any])?["alpn"] as? String == "h2")
+        #expect((s["tls"] as? [String: Any])?["verified"] as? Bool == true)
+    }
+
+    @Test(arguments: [
+        (["--tls", "--target", "https://127.0.0.1:1"], "--tls: runs the embedded gateway over TLS; for a target give an https:// URL"),
+        (["--target", "http://127.0.0.1:1", "--insecure"], "--insecure: the target is http:// (h2c); TLS options need an https:// target"),
+        (["--cacert", "/tmp/x.pem"], "--cacert: needs TLS: an https:// --target, or --tls for the embedded gateway"),
+        (["--tls", "--cert", "/tmp/c.pem"], "--cert: give its key too (--key FILE)"),
+        (["--tls", "--cacert", "/tmp/x.pem", "--insecure"], "--insecure: trusts anything, so --cacert would be ignored; give one"),
+        (["--tls", "--cacert", "/nonexistent/ca.pem"], "TLS: /nonexistent/ca.pem: No such file or directory"),
+    ])
+    func badTLSInputExitsTwo(args: [String], message: String) throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(args + ["--requests", "10", "--out", out.path, "--quiet"])
+        #expect(r.status == 2, "\(r.err)")
+        #expect(r.err.contains(message), "\(r.err)")
+        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("latest").path))
+    }
+}
