@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// HTTP/2 over TLS with real peers on loopback: curl, h2load and nghttp against our server, our client
-/// against nghttpd, and Python's ssl + h2 offering no ALPN. A missing peer fails its test.
+/// against nghttpd (Python's ssl + h2 offering no ALPN: GatewayTLSTests). A missing peer fails its test.
 @Suite struct TLSRealPeerTests {
     /// The test CA and the server certificate and key, as files for the peers.
     struct Files {
@@ -89,36 +89,6 @@ import Testing
         #expect(status == 0, "nghttp said: \(out)")
         #expect(out.contains("The negotiated protocol: h2"), "nghttp said: \(out)")
         #expect(out.contains(":status: 200"), "nghttp said: \(out)")
-    }
-
-    @Test func pythonOfferingNoALPNGetsHTTP2() throws {
-        let files = try Files()
-        defer { files.remove() }
-        let server = try RealPeerTests.BackgroundServer(tls: try TestPKI.serverContext())
-        defer { server.stop() }
-        let script = """
-        import socket, ssl, sys, h2.connection, h2.events, h2.config
-        ctx = ssl.create_default_context(cafile=sys.argv[1])   # no set_alpn_protocols: no ALPN at all
-        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=10), server_hostname="localhost")
-        assert s.selected_alpn_protocol() is None, s.selected_alpn_protocol()
-        c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-        c.initiate_connection()
-        c.send_headers(1, [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"), (":path", "/3/device/abc")], end_stream=True)
-        s.sendall(c.data_to_send())
-        status = None
-        while status is None:
-            data = s.recv(65536)
-            if not data: break
-            for e in c.receive_data(data):
-                if isinstance(e, h2.events.ResponseReceived): status = dict(e.headers)[b":status"].decode()
-            s.sendall(c.data_to_send())
-        print("status", status, s.version())
-        """
-        let path = try writeTemp(script)
-        defer { unlink(path) }
-        let (status, out) = try RealPeerTests.run("/usr/bin/env", ["python3", path, files.ca, String(server.port)])
-        #expect(status == 0, "python said: \(out)")
-        #expect(out.contains("status 200 TLSv1.3"), "python said: \(out)")
     }
 
     /// nghttpd over TLS with our certificate, on a free port; stopped by the returned closure.
