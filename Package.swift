@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "LoadGenerator", dependencies: ["PushTransport", "PushPayload", "PushMetrics", "MockGateway", "PushVocabulary", "PushCredentials"],
                 swiftSettings: hotPath),
         .target(name: "PushbenchCLI", dependencies: ["CommandLineOptions", "LoadGenerator", "MockGateway", "PushMetrics", "PushPayload", "PushTransport",
-                                                     "PushVocabulary"]),
+                                                     "PushVocabulary", "PushCredentials"]),
         .executableTarget(name: "pushbench", dependencies: ["PushbenchCLI"]),
 
         .target(name: "BenchmarkKit", dependencies: ["CAllocCounter"], path: "Benchmarks/BenchmarkKit"),
@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "MockGatewayTests", dependencies: ["MockGateway", "PushTransport", "PushPayload", "PushVocabulary", "CAllocCounter",
                                                         "PushCredentials"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushVocabulary", "CAllocCounter",
-                                                          "PushbenchTestSupport"]),
+                                                          "PushbenchTestSupport", "PushCredentials"]),
         .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI", "PushVocabulary", "LoadGenerator"]),
     ],
     swiftLanguageModes: [.v6]

@@ -127,6 +127,9 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
         reconnectTimer.start(afterMilliseconds: ms)
     }
 
+    /// Provider tokens this pool's builder signed after the first.
+    var providerTokenRefreshes: Int { builder.providerTokenRefreshes }
+
     /// Connections that are connected now.
     var connectedCount: Int { active.reduce(0) { $0 + ($1.isConnected ? 1 : 0) } }
 
@@ -160,6 +163,7 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
             return .oversize
         }
         let builder = self.builder, encoder = self.encoder, inPlace = self.inPlace
+        builder.willBuild(at: now)
         do {
             try c.submit(builder.block, context: UInt64(slot), submittedAt: now) { req in
                 builder.fill(&req, tokenIndex: tokenIndex, context: ctx, encoder: encoder, inPlace: inPlace)

@@ -94,6 +94,8 @@ public struct DriverStats: Sendable, Equatable {
     public var connections = ConnectionStats()
     /// Tokens answered as gone (empty, of capacity 0, when pruning is off).
     public var pruned = TokenSet(capacity: 0)
+    /// APNs provider tokens signed after the run's first (one per driver per refresh interval).
+    public var providerTokenRefreshes = 0
 
     /// Nothing measured yet.
     public init() {}
@@ -110,5 +112,6 @@ public struct DriverStats: Sendable, Equatable {
         maxInFlight = concurrent ? maxInFlight + other.maxInFlight : max(maxInFlight, other.maxInFlight)
         connections.merge(other.connections)
         pruned.formUnion(other.pruned)
+        providerTokenRefreshes += other.providerTokenRefreshes
     }
 }

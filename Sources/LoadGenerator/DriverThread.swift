@@ -224,6 +224,7 @@ final class DriverThread<Builder: RequestBuilder> {
         stats.involuntarySwitches = Int(usage.ru_nivcsw)
         stats.connections = pool.stats
         stats.pruned = pool.pruned
+        stats.providerTokenRefreshes = pool.providerTokenRefreshes
         let slot = shared.results[index]
         slot.recorder = core.recorder
         slot.stats = stats

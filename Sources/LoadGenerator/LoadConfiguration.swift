@@ -73,6 +73,8 @@ public struct LoadConfiguration: Sendable {
     public var collapseID: String?
     /// FCM project id.
     public var project = "pushbench"
+    /// APNs provider tokens (`--auth-key`): each request carries the driver's current `authorization`.
+    public var providerTokens: ProviderTokenSettings?
     /// Resends allowed for a request cut off by a lost connection.
     public var retries = 0
     /// Seed of message ids.

@@ -11,6 +11,16 @@ protocol RequestBuilder {
     var block: HTTP2HeaderBlock { get }
     /// Writes the per-request fields of ``block`` for the request to token `tokenIndex`.
     func writeHeaders(_ request: inout HTTP2RequestWriter, tokenIndex: Int, context: RequestContext)
+    /// Called before each request is built, with the time it is sent (monotonic ns): a builder whose
+    /// credentials expire renews them here, when due.
+    func willBuild(at now: UInt64)
+    /// Provider tokens signed during the run after the first (0 without provider tokens).
+    var providerTokenRefreshes: Int { get }
+}
+
+extension RequestBuilder {
+    @inline(__always) func willBuild(at now: UInt64) {}
+    var providerTokenRefreshes: Int { 0 }
 }
 
 extension RequestBuilder {
@@ -34,17 +44,21 @@ extension RequestBuilder {
     }
 }
 
-/// APNs: `POST /3/device/<token>` with `apns-topic`, `apns-push-type` and the optional headers fixed, and
-/// a fresh `apns-id` per request unless `--no-apns-id`. When the token file gives topics (`token topic`
-/// lines), `apns-topic` is per request: the token's first topic, or `--topic` for a line without one.
+/// APNs: `POST /3/device/<token>` with `apns-topic`, `apns-push-type` and the optional headers fixed, a
+/// fresh `apns-id` per request unless `--no-apns-id`, and with provider tokens the driver's current
+/// `authorization` (copied into the stream's slot, so a refreshed token is simply the next one copied).
+/// When the token file gives topics (`token topic` lines), `apns-topic` is per request: the token's first
+/// topic, or `--topic` for a line without one.
 struct APNsRequestBuilder: RequestBuilder {
     let block: HTTP2HeaderBlock
     private let tokens: DeviceTokens
     private let sendsApnsID: Bool
-    /// The per-request field numbers of `apns-topic` (0: fixed in the block) and `apns-id`.
+    /// The per-request field numbers of `apns-topic` (0: fixed in the block), `apns-id` and `authorization`.
     private let topicField: Int
     private let idField: Int
     private let defaultTopic: String
+    private let authorization: ProviderTokenHeader?
+    private let authorizationField: Int
 
     init(config: LoadConfiguration) throws(HTTP2HeaderBlock.InvalidBlock) {
         let topicPerRequest = config.tokens.hasTopics
@@ -54,8 +68,10 @@ struct APNsRequestBuilder: RequestBuilder {
         if let e = config.expiration { headers.append(("apns-expiration", String(e))) }
         if let c = config.collapseID { headers.append(("apns-collapse-id", c)) }
         let pathLength = DeviceTokens.apnsPathPrefix.utf8CodeUnitCount + config.tokens.maxLength
-        // :path is field 0; then apns-topic when it varies, then apns-id.
-        let perRequest = (topicPerRequest ? ["apns-topic"] : []) + (config.sendsApnsID ? ["apns-id"] : [])
+        // :path is field 0; then apns-topic when it varies, then apns-id, then authorization.
+        var perRequest = (topicPerRequest ? ["apns-topic"] : []) + (config.sendsApnsID ? ["apns-id"] : [])
+        authorizationField = perRequest.count + 1
+        if config.providerTokens != nil { perRequest.append("authorization") }
         block = try HTTP2HeaderBlock.request(
             authority: config.authority, path: nil,
             indexPath: Self.indexesPath(tokens: config.tokens.count, pathLength: pathLength),
@@ -65,7 +81,13 @@ struct APNsRequestBuilder: RequestBuilder {
         topicField = topicPerRequest ? 1 : 0
         idField = topicPerRequest ? 2 : 1
         defaultTopic = config.topic
+        authorization = config.providerTokens.map { ProviderTokenHeader(settings: $0) }
     }
+
+    @inline(__always)
+    func willBuild(at now: UInt64) { authorization?.refreshIfDue(now: now) }
+
+    var providerTokenRefreshes: Int { authorization?.refreshes ?? 0 }
 
     /// Whether `:path` (one per token, `pathLength` bytes at most) is worth HPACK indexing: only when every
     /// token's entry (32 bytes of HPACK overhead + name + value) fits in half the peer's default 4 KiB
@@ -89,6 +111,7 @@ struct APNsRequestBuilder: RequestBuilder {
                 return PushUUID.textLength
             }
         }
+        if let authorization { request.setValue(authorizationField, authorization.value) }
     }
 }
 

@@ -37,6 +37,8 @@ public struct RunDetails: Sendable, Equatable {
     public var segment: RunSegment?
     /// `host`: the machine's name (which agent ran where).
     public var host: String?
+    /// `provider_token`: the APNs provider tokens the run signed (`--auth-key`).
+    public var providerToken: ProviderTokenUse?
 
     /// No sections.
     public init() {}
@@ -62,6 +64,7 @@ public struct RunDetails: Sendable, Equatable {
         if let start { m.append(("start", start.json)) }
         if let segment { m.append(("segment", segment.json)) }
         if let host { m.append(("host", .string(host))) }
+        if let providerToken { m.append(("provider_token", providerToken.json)) }
         return m
     }
 
@@ -233,6 +236,35 @@ public struct TokenPruning: Sendable, Equatable {
     public var exhausted: Bool
     /// The pruning.
     public init(pruned: Int, exhausted: Bool) { self.pruned = pruned; self.exhausted = exhausted }
+}
+
+/// summary.json `provider_token`: how the run authenticated with APNs provider tokens. Ids and the key's
+/// file name only: never the key or a token.
+public struct ProviderTokenUse: Sendable, Equatable {
+    /// `kid`.
+    public var keyID: String
+    /// `iss`.
+    public var teamID: String
+    /// The `.p8` file the key was read from.
+    public var keyFile: String
+    /// Seconds between two tokens of one driver.
+    public var refreshSeconds: Double
+    /// Tokens signed after the first (every driver re-signs on the schedule).
+    public var refreshes: Int
+
+    /// The section.
+    public init(keyID: String, teamID: String, keyFile: String, refreshSeconds: Double, refreshes: Int) {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.keyFile = keyFile
+        self.refreshSeconds = refreshSeconds
+        self.refreshes = refreshes
+    }
+
+    var json: JSONValue {
+        .object([("key_id", .string(keyID)), ("team_id", .string(teamID)), ("key_file", .string(keyFile)),
+                 ("refresh_s", .double(refreshSeconds)), ("refreshes", .int(Int64(refreshes)))])
+    }
 }
 
 /// summary.json `gateway`: what the embedded gateway counted.

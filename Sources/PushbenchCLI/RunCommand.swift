@@ -1,6 +1,7 @@
 import Foundation
 import LoadGenerator
 import MockGateway
+import PushCredentials
 import PushPayload
 import PushVocabulary
 
@@ -124,6 +125,17 @@ public struct RunOptions: Equatable, Sendable {
     /// The embedded gateway's configuration: `--gateway-arg`s with `--capture` and `--token-churn` (with
     /// `--target`, which refuses those, the defaults, unused).
     public var embeddedGateway = GatewayConfiguration()
+    /// `--auth-key`: the APNs provider key's file.
+    public var authKeyFile: String?
+    /// `--key-id`.
+    public var keyID: String?
+    /// `--team-id`.
+    public var teamID: String?
+    /// `--auth-refresh` in seconds: a new provider token this often.
+    public var authRefreshSeconds: Double = Double(ProviderTokenSettings.defaultRefreshNanos) / 1e9
+    /// The provider-token settings from `--auth-key`, `--key-id` and `--team-id` (the key read, the first
+    /// token signed).
+    public var providerTokens: ProviderTokenSettings?
 
     /// The defaults.
     public init() {}
@@ -353,6 +365,25 @@ public struct RunCommand: PushbenchCommand {
             },
             .flag("--start-late-ok", \.startLateOK,
                   help: "a --start-at already past keeps the schedule: the requests due since go out at once, their lateness in the corrected latency"),
+            .value("--auth-key", "FILE.p8", \.authKeyFile, group: "APNs provider tokens (give all three; docs/loadgen.md):",
+                   help: "the .p8 key every request's provider token is signed with; without --target the embedded gateway checks the tokens") {
+                text, name throws(UsageError) in
+                guard !text.isEmpty else { throw UsageError("\(name): names no file") }
+                return text
+            },
+            .value("--key-id", "ID", \.keyID, help: "the key's id (the token's kid)") { text, name throws(UsageError) in
+                try GatewayConfiguration.credentialID(text, name, what: "a key id")
+            },
+            .value("--team-id", "ID", \.teamID, help: "the team id (the token's iss)") { text, name throws(UsageError) in
+                try GatewayConfiguration.credentialID(text, name, what: "a team id")
+            },
+            .value("--auth-refresh", "T", \.authRefreshSeconds, default: "50m",
+                   help: "sign a new provider token this often (each driver thread; shared by its connections)") {
+                text, name throws(UsageError) in
+                let d = try ValueParser.duration(text, option: name)
+                guard d >= 0.001 else { throw UsageError("\(name): '\(text)' is under a millisecond") }
+                return d
+            },
             .flag("--quiet", \.quiet, help: "no progress line"),
             .flag("--json", \.json, help: "print summary.json to stdout"),
         ])
@@ -386,6 +417,7 @@ public struct RunCommand: PushbenchCommand {
             throw UsageError("--token-churn: only the embedded gateway can churn tokens, not with --target")
         }
         try Self.checkTLS(o)
+        o.providerTokens = try Self.providerTokens(o)
         o.embeddedGateway = try Self.embeddedGateway(o)
         options = o
     }
@@ -444,6 +476,15 @@ public struct RunCommand: PushbenchCommand {
             throw UsageError("--gateway-arg: \(error.message)")
         }
         if o.tls { config.tls.requested = true }
+        if let tokens = o.providerTokens, o.target == nil {
+            // The embedded gateway checks the run's tokens with the same key.
+            guard config.auth.requestedMode == nil, config.auth.mode == .off else {
+                throw UsageError("--auth-key: the embedded gateway checks the run's own key; leave --apns-* and --client-ca out of --gateway-arg")
+            }
+            config.auth.requestedMode = .token
+            config.auth.keys = [APNsProviderKey(keyID: tokens.keyID, publicKey: tokens.key.publicKey, path: tokens.keyFile)]
+            config.auth.teamID = tokens.teamID
+        }
         if let capture = o.capture { config.fcm.capture = capture }
         if let churn = o.tokenChurnPerSecond { config.fcm.tokenChurnPerSecond = churn }
         return config
@@ -472,6 +513,25 @@ public struct RunCommand: PushbenchCommand {
     static func fileName(_ text: String, _ name: String) throws(UsageError) -> String {
         guard !text.isEmpty else { throw UsageError("\(name): names no file") }
         return text
+    }
+
+    /// The provider-token settings of `--auth-key`, `--key-id` and `--team-id`: all three or none; the key
+    /// is read and a first token signed now, so a bad key stops the run before any traffic.
+    static func providerTokens(_ o: RunOptions) throws(UsageError) -> ProviderTokenSettings? {
+        let given = [("--auth-key", o.authKeyFile), ("--key-id", o.keyID), ("--team-id", o.teamID)]
+        let missing = given.filter { $0.1 == nil }.map(\.0)
+        if missing.count == 3 { return nil }
+        guard missing.isEmpty else {
+            throw UsageError("\(given.first { $0.1 != nil }!.0): provider tokens need --auth-key, --key-id and --team-id together (missing \(missing.joined(separator: ", ")))")
+        }
+        guard o.pushProtocol == .apns else { throw UsageError("--auth-key: APNs provider tokens apply to --protocol apns") }
+        do throws(CredentialError) {
+            let key = try ES256PrivateKey(contentsOfFile: o.authKeyFile!)
+            return try ProviderTokenSettings(key: key, keyID: o.keyID!, teamID: o.teamID!, keyFile: o.authKeyFile!,
+                                             refreshIntervalNanos: UInt64((o.authRefreshSeconds * 1e9).rounded()))
+        } catch {
+            throw UsageError("--auth-key: \(error.message)")
+        }
     }
 
     public func run() -> Int32 {

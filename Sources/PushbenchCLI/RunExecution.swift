@@ -219,6 +219,7 @@ extension RunOptions {
         config.expiration = expiration
         config.collapseID = collapseID
         config.project = project
+        config.providerTokens = providerTokens
         config.retries = retries
         config.seed = seed
         config.pruneGoneTokens = tokenChurnPerSecond != nil

@@ -78,6 +78,11 @@ extension RunExecution {
         }
         d.host = Self.hostName
         if let s = options.segment, let rate = rps { record.targetRPS = Double(rate) / Double(s.count) }
+        if let t = config.providerTokens {
+            d.providerToken = ProviderTokenUse(keyID: t.keyID, teamID: t.teamID, keyFile: t.keyFile,
+                                               refreshSeconds: Double(t.refreshIntervalNanos) / 1e9,
+                                               refreshes: r.stats.providerTokenRefreshes)
+        }
         record.details = d
         return record
     }

@@ -17,6 +17,10 @@ extension RunExecution {
         if options.tokenChurnPerSecond != nil {
             printOut("  tokens     pruned \(r.stats.pruned.count)\(r.tokensExhausted ? " (all: the run stopped)" : "")")
         }
+        if let t = record.details.providerToken {
+            printOut("  auth       provider tokens: key \(t.keyID) (\(t.keyFile)), team \(t.teamID),"
+                     + " re-signed \(t.refreshes) times (every \(f(t.refreshSeconds / 60, 1)) min)")
+        }
         printOut("  throughput \(f(record.achievedRPS, 1)) rps (\(target))  backlog max \(r.stats.maxBacklog)"
                  + "  client cpu \(f(record.cpuUserSeconds + record.cpuSystemSeconds, 2)) s")
         if let spec = options.scheduleSpec, let schedule = options.schedule {
