@@ -9,6 +9,7 @@ public enum PushbenchMain {
     /// Every subcommand; `run` is the default when the first argument is an option or absent.
     public static var commands: [any PushbenchCommand.Type] { [
         RunCommand.self, GatewayCommand.self, CompareCommand.self, MergeCommand.self, ReportCommand.self, CapacityCommand.self,
+        CredentialsCommand.self,
     ] }
 
     /// Runs pushbench with `arguments` (argv, program name first) and returns the process exit status:
@@ -84,9 +85,28 @@ public enum PushbenchMain {
 /// Writes one line to standard output.
 func printOut(_ line: String) { writeLine(line, fd: 1) }
 
-/// Writes one line to standard error. `stderr` the C global is not concurrency-safe in Swift 6,
-/// so this goes through the file descriptor.
-func printError(_ line: String) { writeLine(line, fd: 2) }
+/// Writes one line to standard error, its control characters escaped: an error quotes what the user
+/// gave (an option value, a file's contents), which must not drive the terminal. `stderr` the C global
+/// is not concurrency-safe in Swift 6, so this goes through the file descriptor.
+func printError(_ line: String) { writeLine(escapingControls(line), fd: 2) }
+
+/// `text` with every control character written as an escape: C0 and DEL as `\x1b`, C1 as `\u{9b}`.
+/// Everything else is unchanged.
+func escapingControls(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return text }
+    var out = ""
+    for scalar in text.unicodeScalars {
+        let v = scalar.value
+        if v < 0x20 || v == 0x7F {
+            out += "\\x" + (v < 0x10 ? "0" : "") + String(v, radix: 16)
+        } else if (0x80...0x9F).contains(v) {
+            out += "\\u{" + String(v, radix: 16) + "}"
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
+}
 
 private func writeLine(_ line: String, fd: Int32) {
     var text = line
