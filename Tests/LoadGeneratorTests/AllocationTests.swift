@@ -71,43 +71,19 @@ import PushTransport
     func clientPathOverLoopbackAllocatesNothingOutsideNghttp2(topics: Bool) throws {
         let gateway = try EmbeddedGateway.start(GatewayConfiguration.parse([]))
         defer { gateway.stop() }
-        let loop = try EventLoop()
-        defer { loop.close() }
         let synthetic = DeviceTokens(synthetic: 100, seed: 3)
         let lines = (0..<100).map { "\(synthetic[$0]) com.example.app\($0 % 3)" + ($0 % 5 == 0 ? ",other" : "") }
         let tokens = topics ? try DeviceTokens(bytes: Array(lines.joined(separator: "\n").utf8), file: "t") : synthetic
         var config = LoadConfiguration(host: gateway.host, port: gateway.port, template: .defaultAPNs(), tokens: tokens)
         config.connections = 2
         config.streams = 32
-        let core = DriverCore(plan: DriverPlan(rate: nil, durationNs: 600_000_000_000, capacity: 64),
-                              clock: MonotonicClock.shared, recorder: Recorder())
-        var pool: ConnectionPool<APNsRequestBuilder>? = try ConnectionPool(loop: loop, config: config, core: core, thread: 0) { core.pump() }
-        core.attach(pool!)
-        pool!.connectAll()
-        #expect(loop.run(until: { pool!.connectedCount == 2 }, timeoutNanoseconds: 10_000_000_000))
-        core.begin(at: MonotonicClock.nanoseconds())
-        core.pump()
-        func serve(_ n: Int) -> Bool {
-            let target = core.recorder.measured.completed + n
-            return loop.run(until: { core.recorder.measured.completed >= target }, timeoutNanoseconds: 30_000_000_000)
-        }
-        #expect(serve(3_000))   // warm up: slots, HPACK tables, buffers reach their steady size
-        var best = Int.max
-        for _ in 0..<3 {
-            let n0 = loop.nghttp2Memory.allocations
-            pb_alloc_reset()
-            let ok = serve(2_000)
-            let total = Int(pb_alloc_count())
-            let nghttp2 = Int(loop.nghttp2Memory.allocations - n0)
-            #expect(ok)
-            best = min(best, total - nghttp2)
-        }
+        let path = try ClientPath(config)
+        defer { path.close() }
+        #expect(path.serve(3_000))   // warm up: slots, HPACK tables, buffers reach their steady size
+        let best = path.allocationsOutsideNghttp2()
         // A few allocations per window are the run(until:) helper's own timer and a second's timeline entry;
         // one per request would be 2000.
         #expect(best <= 20, "\(best) allocations outside nghttp2 for 2000 requests")
-        #expect(core.recorder.measured.succeeded >= 9_000)
-        pool!.release()
-        pool = nil
-        loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
+        #expect(path.core.recorder.measured.succeeded >= 9_000)
     }
 }

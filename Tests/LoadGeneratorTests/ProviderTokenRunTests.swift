@@ -106,36 +106,14 @@ import Testing
     @Test func authenticatedClientPathAllocatesNothingOutsideNghttp2() throws {
         let gw = try gateway()
         defer { gw.stop() }
-        let loop = try EventLoop()
-        defer { loop.close() }
         var config = configuration(gw, try settings(), rate: nil, requests: 1)
         config.streams = 32
-        let core = DriverCore(plan: DriverPlan(rate: nil, durationNs: 600_000_000_000, capacity: 64),
-                              clock: MonotonicClock.shared, recorder: Recorder())
-        var pool: ConnectionPool<APNsRequestBuilder>? = try ConnectionPool(loop: loop, config: config, core: core, thread: 0) { core.pump() }
-        core.attach(pool!)
-        pool!.connectAll()
-        #expect(loop.run(until: { pool!.connectedCount == 2 }, timeoutNanoseconds: 10_000_000_000))
-        core.begin(at: MonotonicClock.nanoseconds())
-        core.pump()
-        func serve(_ n: Int) -> Bool {
-            let target = core.recorder.measured.completed + n
-            return loop.run(until: { core.recorder.measured.completed >= target }, timeoutNanoseconds: 30_000_000_000)
-        }
-        #expect(serve(3_000))
-        var best = Int.max
-        for _ in 0..<3 {
-            let n0 = loop.nghttp2Memory.allocations
-            pb_alloc_reset()
-            let ok = serve(2_000)
-            let total = Int(pb_alloc_count())
-            #expect(ok)
-            best = min(best, total - Int(loop.nghttp2Memory.allocations - n0))
-        }
+        let path = try ClientPath(config)
+        defer { path.close() }
+        #expect(path.serve(3_000))
+        let best = path.allocationsOutsideNghttp2()
         #expect(best <= 20, "\(best) allocations outside nghttp2 for 2000 authenticated requests")
-        #expect(core.recorder.measured.succeeded == core.recorder.measured.completed, "\(core.recorder.measured.reasonCounts)")
-        pool!.release()
-        pool = nil
-        loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
+        let measured = path.core.recorder.measured
+        #expect(measured.succeeded == measured.completed, "\(measured.reasonCounts)")
     }
 }
