@@ -365,8 +365,8 @@ public struct RunCommand: PushbenchCommand {
             },
             .flag("--start-late-ok", \.startLateOK,
                   help: "a --start-at already past keeps the schedule: the requests due since go out at once, their lateness in the corrected latency"),
-            .value("--auth-key", "FILE.p8", \.authKeyFile, group: "APNs provider tokens (give all three; docs/loadgen.md):",
-                   help: "the .p8 key every request's provider token is signed with; without --target the embedded gateway checks the tokens") {
+            .value("--auth-key", "FILE.p8", \.authKeyFile,
+                   help: "sign an APNs provider token with this .p8 key (with --key-id and --team-id); without --target the embedded gateway checks the tokens") {
                 text, name throws(UsageError) in
                 guard !text.isEmpty else { throw UsageError("\(name): names no file") }
                 return text
