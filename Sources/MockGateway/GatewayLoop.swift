@@ -1,3 +1,4 @@
+import PushCredentials
 import PushTransport
 import PushVocabulary
 
@@ -129,7 +130,16 @@ final class GatewayLoop: HTTP2ServerDelegate {
     }
 
     func server(_ server: HTTP2Server, connectionDidOpen connection: HTTP2ServerConnection) {
-        let entry = ConnectionEntry(state: machine.connectionOpened(now: loop.now))
+        let entry: ConnectionEntry
+        if machine.configuration.auth.mode == .cert {
+            // The certificate is judged once, here; its verdict answers every push on the connection.
+            let peer = connection.tls?.peerCertificate
+            let certificate = peer.flatMap { try? X509Certificate(pem: Array($0.pem.utf8)) }
+            let problem = peer.flatMap { $0.verified ? nil : ($0.verificationError ?? "it did not verify") }
+            entry = ConnectionEntry(state: machine.connectionOpened(now: loop.now, certificate: certificate, verificationError: problem))
+        } else {
+            entry = ConnectionEntry(state: machine.connectionOpened(now: loop.now))
+        }
         connections[connection.id] = entry
         if let deadline = entry.state.goawayDeadline {
             let id = connection.id

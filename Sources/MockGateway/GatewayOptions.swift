@@ -129,7 +129,8 @@ extension GatewayConfiguration {
             },
             Option("--client-ca", "FILE", help: "PEM file of the CAs a client certificate must chain to (--apns-auth cert; needs TLS)") {
                 (config, path) throws(UsageError) in
-                do throws(CredentialError) { config.auth.clientVerifier = try ClientCertificateVerifier(caFile: path) } catch {
+                // Read now, so a bad file stops the start (exit 2); the TLS server loads it again.
+                do throws(CredentialError) { _ = try ClientCertificateVerifier(caFile: path) } catch {
                     throw UsageError("--client-ca: \(error.message)")
                 }
                 config.auth.clientCAFile = path

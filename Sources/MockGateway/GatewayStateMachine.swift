@@ -112,9 +112,10 @@ public struct GatewayStateMachine {
     }
 
     /// A new connection: counts it and returns its state. `certificate` is the client certificate the
-    /// TLS handshake received (and `chain` the intermediates with it); it matters with `--apns-auth cert`.
+    /// TLS handshake received and `verificationError` why it did not verify against `--client-ca` (nil
+    /// when it did); they matter with `--apns-auth cert`.
     public func connectionOpened(now: UInt64, certificate: X509Certificate? = nil,
-                                 chain: [X509Certificate] = []) -> GatewayConnectionState {
+                                 verificationError: String? = nil) -> GatewayConnectionState {
         counters.connectionOpened()
         var state = GatewayConnectionState(advertisedMaxStreams: configuration.maxConcurrentStreams)
         if let s = configuration.goawayAfterSeconds { state.goawayDeadline = now &+ UInt64(s * 1e9) }
@@ -126,7 +127,8 @@ public struct GatewayStateMachine {
             state.advertisedMaxStreams = 1
             state.awaitingFirstToken = true
         case .cert:
-            state.certificate = ClientCertificateIdentity.evaluate(certificate, chain: chain, configuration: configuration.auth)
+            state.certificate = ClientCertificateIdentity.evaluate(certificate, verificationError: verificationError,
+                                                                   configuration: configuration.auth)
         }
         return state
     }

@@ -51,7 +51,6 @@ enum AuthFixture {
             var auth = APNsAuthConfiguration()
             auth.requestedMode = .cert
             auth.clientCAFile = file
-            auth.clientVerifier = try! ClientCertificateVerifier(caFile: file)
             auth.environment = environment
             return auth
         }
@@ -65,9 +64,11 @@ enum AuthFixture {
 }
 
 extension Harness {
-    /// A harness whose connection presented `certificate` at the TLS handshake.
+    /// A harness whose connection presented `certificate` at the TLS handshake, judged against the CAs
+    /// of `--client-ca` as the TLS server does.
     init(_ config: GatewayConfiguration, certificate: X509Certificate?) {
         self.init(config)
-        connection = machine.connectionOpened(now: now, certificate: certificate)
+        let problem = certificate.flatMap { try! ClientCertificateVerifier(caFile: config.auth.clientCAFile!).problem(with: $0) }
+        connection = machine.connectionOpened(now: now, certificate: certificate, verificationError: problem)
     }
 }

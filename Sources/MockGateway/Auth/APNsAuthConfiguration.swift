@@ -55,10 +55,9 @@ public struct APNsAuthConfiguration: Equatable, Sendable {
     public var tokenUpdateIntervalNanos: UInt64 = 20 * 60 * 1_000_000_000
     /// A token older than this (its `iat`) is answered 403 ExpiredProviderToken (APNs: one hour).
     public var tokenLifetimeSeconds: Int64 = 3600
-    /// `--client-ca`: the PEM file of the CAs client certificates must chain to.
+    /// `--client-ca`: the PEM file of the CAs client certificates must chain to (the TLS server asks
+    /// for a certificate and checks it against them).
     public var clientCAFile: String?
-    /// The verifier built from ``clientCAFile``.
-    public var clientVerifier: ClientCertificateVerifier?
     /// `--apns-environment`.
     public var environment = APNsEnvironment.production
 
@@ -103,11 +102,5 @@ public struct APNsAuthConfiguration: Equatable, Sendable {
             }
             if !keys.isEmpty { throw GatewayConfigurationError("--apns-key: provider keys need --apns-auth token") }
         }
-    }
-
-    public static func == (a: APNsAuthConfiguration, b: APNsAuthConfiguration) -> Bool {
-        a.requestedMode == b.requestedMode && a.keys == b.keys && a.teamID == b.teamID
-            && a.tokenUpdateIntervalNanos == b.tokenUpdateIntervalNanos && a.tokenLifetimeSeconds == b.tokenLifetimeSeconds
-            && a.clientCAFile == b.clientCAFile && a.environment == b.environment
     }
 }

@@ -14,15 +14,15 @@ public struct ClientCertificateIdentity: Equatable, Sendable {
     /// The certificate's topic (its subject UID): the topic of a request without `apns-topic`.
     public var topic: String?
 
-    /// The verdict on `certificate` (nil: the client sent none), with the intermediates `chain` it sent,
-    /// under `configuration`.
-    public static func evaluate(_ certificate: X509Certificate?, chain: [X509Certificate] = [],
+    /// The verdict on `certificate` (nil: the client sent none) under `configuration`; `verificationError`
+    /// is why it did not chain to `--client-ca` (the TLS handshake's verdict), nil when it did.
+    public static func evaluate(_ certificate: X509Certificate?, verificationError: String?,
                                 configuration: APNsAuthConfiguration) -> ClientCertificateIdentity {
         guard let certificate else {
             return ClientCertificateIdentity(problem: .missingProviderToken, detail: "no client certificate", topic: nil)
         }
         let topic = certificate.uid
-        if let verifier = configuration.clientVerifier, let why = verifier.problem(with: certificate, chain: chain) {
+        if let why = verificationError {
             return ClientCertificateIdentity(problem: .badCertificate, detail: why, topic: topic)
         }
         // A certificate without Apple's environment extensions (any client certificate from the CA) is
