@@ -32,8 +32,13 @@ public struct Option<Options> {
     public let appliesFirst: Bool
     let apply: (inout Options, String) throws(UsageError) -> Void
 
+    /// Whether a value may look like an option (a pass-through such as `--gateway-arg`).
+    public var valueMayBeAnOption = false
+
     /// The option's shape for ``ParsedArguments``.
-    public var spec: OptionSpec { OptionSpec(name: name, takesValue: valueName != nil, repeats: repeats) }
+    public var spec: OptionSpec {
+        OptionSpec(name: name, takesValue: valueName != nil, repeats: repeats, valueMayBeAnOption: valueMayBeAnOption)
+    }
 
     /// An option whose value `apply` folds into the options (given `(options, value)`; the option's name
     /// is ``name`` for error messages). The general form the others are built on.
@@ -59,13 +64,16 @@ public struct Option<Options> {
         }
     }
 
-    /// A repeatable option: each value, parsed, is appended to `field`.
+    /// A repeatable option: each value, parsed, is appended to `field`. `passesOptions`: its values are
+    /// options of something else (`--gateway-arg --latency=2ms`), so they may look like options.
     public static func values<V>(_ name: String, _ valueName: String, _ field: WritableKeyPath<Options, [V]>,
-                                 group: String? = nil, help: String,
+                                 group: String? = nil, passesOptions: Bool = false, help: String,
                                  _ parse: @escaping (String, String) throws(UsageError) -> V) -> Option {
-        Option(name, valueName, repeats: true, group: group, help: help) { (options, text) throws(UsageError) in
+        var option = Option(name, valueName, repeats: true, group: group, help: help) { (options, text) throws(UsageError) in
             options[keyPath: field].append(try parse(text, name))
         }
+        option.valueMayBeAnOption = passesOptions
+        return option
     }
 
     /// A flag: sets `field` to `value` (true unless given) when present.

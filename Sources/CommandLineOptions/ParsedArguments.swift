@@ -17,6 +17,9 @@ public struct OptionSpec: Sendable {
     public var takesValue: Bool
     /// Whether the option may be given more than once (values accumulate).
     public var repeats: Bool
+    /// Whether a value may itself look like one of the command's options (`--gateway-arg --threads=2`
+    /// passes an option on); otherwise `--rps --duration 1s` is `--rps` without its value.
+    public var valueMayBeAnOption: Bool = false
 
     /// An option that takes a value.
     public static func value(_ name: String, repeats: Bool = false) -> OptionSpec {
@@ -75,6 +78,10 @@ public struct ParsedArguments: Sendable {
                 } else {
                     guard index < arguments.count else { throw UsageError("\(name): needs a value") }
                     value = arguments[index]
+                    let next = value.split(separator: "=", maxSplits: 1).first.map(String.init) ?? value
+                    if !spec.valueMayBeAnOption && (specs[next] != nil || next == "--help" || next == "-h") {
+                        throw UsageError("\(name): needs a value (got the option '\(next)' instead)")
+                    }
                     index += 1
                 }
                 if !spec.repeats, values[name] != nil {

@@ -15,8 +15,8 @@ public enum ValueParser {
         return n
     }
 
-    /// A duration in seconds (``Quantity/duration(_:bareNumber:)``: `10s`, `500ms`, `1m30s`, or a bare
-    /// number of seconds).
+    /// A duration in seconds (``Quantity/duration(_:bareNumber:)``, the one duration parser of the tool:
+    /// `10s`, `500ms`, `1m30s`; a number without a unit is refused, and the error lists the forms).
     public static func duration(_ text: String, option: String) throws(UsageError) -> Double {
         do throws(QuantityError) {
             return try Quantity.duration(text).seconds

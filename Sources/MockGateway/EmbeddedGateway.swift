@@ -2,8 +2,11 @@
 public struct GatewayStartError: Error, CustomStringConvertible {
     /// What failed, e.g. `listen 127.0.0.1:8080: address already in use`.
     public var message: String
+    /// Whether the listening address was the problem (in use, not this machine's, not allowed): a bad
+    /// `--listen`, exit status 2.
+    public var cannotListen: Bool
     /// Creates an error.
-    public init(_ message: String) { self.message = message }
+    public init(_ message: String, cannotListen: Bool = false) { self.message = message; self.cannotListen = cannotListen }
     /// The message.
     public var description: String { message }
 }

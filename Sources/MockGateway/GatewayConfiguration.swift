@@ -96,12 +96,16 @@ public struct GatewayConfiguration: Equatable, Sendable {
 
     /// Reads a scenario file (JSON object; keys in docs/gateway.md) into this configuration.
     public mutating func applyScenario(file path: String) throws(GatewayConfigurationError) {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw GatewayConfigurationError("scenario \(path): cannot read the file")
+        let bytes: [UInt8]
+        do throws(InputFileError) { bytes = try InputFile.bytes(path) } catch {
+            throw GatewayConfigurationError("scenario \(path): \(error.reason)")
+        }
+        // Our own validator first: it says where the JSON breaks (line:column), Foundation only that it does.
+        if let e = JSON.validate(bytes) {
+            throw GatewayConfigurationError("scenario \(path):\(e.line):\(e.column): not valid JSON: \(e.code.reason)")
         }
         let root: Any
-        do { root = try JSONSerialization.jsonObject(with: data) } catch {
+        do { root = try JSONSerialization.jsonObject(with: Data(bytes)) } catch {
             throw GatewayConfigurationError("scenario \(path): not valid JSON")
         }
         guard let object = root as? [String: Any] else {
@@ -198,9 +202,12 @@ public struct GatewayConfiguration: Equatable, Sendable {
     }
 
     /// A duration under an hour in whole ns (``Quantity/duration(_:bareNumber:)``: `2ms`, `500us`, `1.5s`,
-    /// `1m30s`, or a bare number of seconds); nil when the text is not one.
-    static func durationNanos(_ text: String) -> UInt64? {
-        (try? Quantity.duration(text)).flatMap(wholeNanos)
+    /// `1m30s`; a number needs its unit); the error says what is wrong and lists the forms.
+    static func durationNanos(_ text: String) throws(GatewayConfigurationError) -> UInt64 {
+        let d: ParsedDuration
+        do throws(QuantityError) { d = try Quantity.duration(text) } catch { throw GatewayConfigurationError(error.message) }
+        guard let n = wholeNanos(d) else { throw GatewayConfigurationError("'\(text)' is not under an hour") }
+        return n
     }
 
     private static func wholeNanos(_ d: ParsedDuration) -> UInt64? {
@@ -217,23 +224,23 @@ public struct GatewayConfiguration: Equatable, Sendable {
                 guard kv.count == 2, kv[0].hasPrefix("p"), let pct = Double(kv[0].dropFirst()), pct >= 0, pct <= 100 else {
                     throw GatewayConfigurationError("'\(part)' is not pNN=DURATION (e.g. p99=10ms)")
                 }
-                guard let n = durationNanos(String(kv[1])) else {
-                    throw GatewayConfigurationError("'\(kv[1])' is not a duration (e.g. 10ms)")
-                }
-                points.append(LatencyPoint(percentile: pct, nanos: n))
+                points.append(LatencyPoint(percentile: pct, nanos: try durationNanos(String(kv[1]))))
             }
             return try percentiles(points)
         }
         if let dash = spec.firstIndex(of: "-") {
             let a = String(spec[..<dash]), b = String(spec[spec.index(after: dash)...])
-            guard let lo = durationNanos(a), let hi = durationNanos(b) else {
-                throw GatewayConfigurationError("'\(spec)' is not MIN-MAX (e.g. 1ms-5ms)")
+            let lo: UInt64, hi: UInt64
+            do throws(GatewayConfigurationError) { lo = try durationNanos(a); hi = try durationNanos(b) } catch {
+                throw GatewayConfigurationError("'\(spec)' is not MIN-MAX (e.g. 1ms-5ms): \(error.message)")
             }
             guard lo <= hi else { throw GatewayConfigurationError("'\(spec)': the minimum is above the maximum") }
             return .uniform(minNanos: lo, maxNanos: hi)
         }
-        guard let n = durationNanos(spec) else {
-            throw GatewayConfigurationError("'\(spec)' is not a latency (e.g. 2ms, 1ms-5ms, p50=1ms,p99=10ms)")
+        let n: UInt64
+        do throws(GatewayConfigurationError) { n = try durationNanos(spec) } catch {
+            throw GatewayConfigurationError(Double(spec) != nil ? error.message
+                                            : "'\(spec)' is not a latency (e.g. 2ms, 1ms-5ms, p50=1ms,p99=10ms)")
         }
         return n == 0 ? .none : .fixed(nanos: n)
     }

@@ -32,7 +32,7 @@ extension GatewayConfiguration {
     public static var options: OptionTable<GatewayConfiguration> {
         OptionTable([
             .value("--listen", "HOST:PORT", \.listen, default: "127.0.0.1:8080",
-                   help: "address to listen on (port 0 picks one)") { text, name throws(UsageError) in
+                   help: "address to listen on: HOST:PORT, [IPv6]:PORT, or :PORT for 127.0.0.1; a host name such as localhost is resolved; port 0 picks one") { text, name throws(UsageError) in
                 try listenAddress(text, name)
             },
             .value("--threads", "N", \.threads, default: "1", help: "event loops sharing the port") { text, name throws(UsageError) in
@@ -197,9 +197,9 @@ extension GatewayConfiguration {
             },
             .value("--fanout-rate", "N/s", \.fcm.fanoutPerSecond, default: "10000/s",
                    help: "devices reached per second by fan-out") { text, name throws(UsageError) in
-                guard let r = try? Quantity.rate(text), r.count > 0 else {
-                    throw UsageError("\(name): '\(text)' is not a positive rate N/s (e.g. 10000/s)")
-                }
+                let r: ParsedRate
+                do throws(QuantityError) { r = try Quantity.rate(text) } catch { throw UsageError("\(name): \(error.message)") }
+                guard r.count > 0 else { throw UsageError("\(name): '\(text)' is not a positive rate N/s (e.g. 10000/s)") }
                 return r.perSecond
             },
             .value("--fcm-quota", "N/UNIT", \.fcm.quota,
@@ -306,14 +306,19 @@ extension GatewayConfiguration {
         return text
     }
 
-    /// `HOST:PORT` or `[IPv6]:PORT`; port 0 picks a free one.
+    /// `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback, 127.0.0.1); port 0 picks a free one. A host name
+    /// (`localhost`) is resolved here, once, to the numeric address the server binds.
     static func listenAddress(_ value: String, _ name: String) throws(UsageError) -> (host: String, port: Int) {
         guard let colon = value.lastIndex(of: ":"), let p = Int(value[value.index(after: colon)...]),
-              (0...65535).contains(p) else { throw UsageError("\(name): '\(value)' is not HOST:PORT (e.g. 127.0.0.1:8080)") }
+              (0...65535).contains(p) else {
+            throw UsageError("\(name): '\(value)' is not HOST:PORT (e.g. 127.0.0.1:8080, localhost:0, :8080)")
+        }
         var h = String(value[..<colon])
         if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
-        guard !h.isEmpty else { throw UsageError("\(name): '\(value)' has no host (e.g. 127.0.0.1:8080)") }
-        return (h, p)
+        if h.isEmpty { return ("127.0.0.1", p) }
+        do throws(HostResolver.Failure) { return (try HostResolver.numeric(h), p) } catch {
+            throw UsageError("\(name): '\(value)': \(error)")
+        }
     }
 
     /// `N` or `N/BURST` requests per second per token.
@@ -335,8 +340,12 @@ extension GatewayConfiguration {
     /// A fraction of the token space per time unit (`0.01/s`), as a fraction per second; `pushbench run
     /// --token-churn` reads its value with this too.
     public static func tokenChurn(_ value: String, _ name: String) throws(UsageError) -> Double {
-        guard let r = try? Quantity.rate(value), r.perSecond <= 1 else {
-            throw UsageError("\(name): '\(value)' is not a fraction per time unit (e.g. 0.01/s)")
+        let r: ParsedRate
+        do throws(QuantityError) { r = try Quantity.rate(value) } catch {
+            throw UsageError("\(name): \(error.message.replacingOccurrences(of: "is not a rate", with: "is not a fraction per time unit"))")
+        }
+        guard r.perSecond <= 1 else {
+            throw UsageError("\(name): '\(value)' is more than the whole token space per second (at most 1/s, e.g. 0.01/s)")
         }
         return r.perSecond
     }

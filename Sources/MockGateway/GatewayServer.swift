@@ -70,7 +70,7 @@ final class GatewayServer: Sendable {
             if let error = result.error {
                 pthread_join(thread, nil)
                 stopAll(handles, threads.dropLast())
-                throw GatewayStartError("listen \(configuration.host):\(listenPort): \(error)")
+                throw GatewayStartError("listen \(configuration.host):\(listenPort): \(error)", cannotListen: true)
             }
             handles.append(result.handle!)
             port = result.port

@@ -24,6 +24,7 @@ public struct LoadedRun {
         let url = URL(fileURLWithPath: path)
         let folder: URL? = isDir.boolValue ? url : nil
         let summaryURL = isDir.boolValue ? url.appendingPathComponent(ResultsWriter.File.summary) : url
+        if let folder, !FileManager.default.fileExists(atPath: summaryURL.path) { throw notARunFolder(folder) }
         let text = try readText(summaryURL)
         let summary: JSONValue
         do {
@@ -86,16 +87,26 @@ public struct LoadedRun {
         return parts.count == 3 ? String(parts[2]) : id
     }
 
-    static func readText(_ url: URL) throws -> String {
-        do {
-            let data = try Data(contentsOf: url)
-            guard let s = String(data: data, encoding: .utf8) else { throw ResultsError("\(url.path): not UTF-8 text") }
-            return s
-        } catch let e as ResultsError {
-            throw e
-        } catch {
-            throw ResultsError("\(url.path): cannot read: \(error.localizedDescription)")
+    /// The error for a folder with no summary.json: an A/B comparison folder names its run folders.
+    static func notARunFolder(_ folder: URL) -> ResultsError {
+        let comparison = folder.appendingPathComponent("comparison.json")
+        if let text = try? readText(comparison), let json = try? JSONValue.parse(text) {
+            var ids: [String] = []
+            if case .array(let variants)? = json["variants"] { ids = variants.compactMap { $0["run_id"]?.string } }
+            let parent = folder.deletingLastPathComponent().path
+            let example = ids.isEmpty ? "" : ": use its variants' run folders, " + ids.map { "\(parent)/\($0)" }.joined(separator: ", ")
+            return ResultsError("\(folder.path): an encoder comparison folder, not a run folder\(example)")
         }
+        return ResultsError("\(folder.path): no summary.json (not a pushbench run folder)")
+    }
+
+    static func readText(_ url: URL) throws -> String {
+        let bytes: [UInt8]
+        do throws(InputFileError) { bytes = try InputFile.bytes(url.path) } catch {
+            throw ResultsError("\(url.path): cannot read: \(error.reason)")
+        }
+        guard let s = String(validating: bytes, as: UTF8.self) else { throw ResultsError("\(url.path): not UTF-8 text") }
+        return s
     }
 
     /// Reads timeline.csv and the two .hlog files of a folder into per-second intervals.

@@ -1,3 +1,4 @@
+import PushVocabulary
 // Device tokens (APNs: lowercase hex; FCM: registration tokens as written) kept in one block, ready to be written into a `:path`
 // (`/3/device/<token>`) or a `{{token}}` with no per-request allocation.
 
@@ -184,10 +185,11 @@ public final class DeviceTokens: @unchecked Sendable {
     /// ``topic(_:)``). FCM: registration tokens, stored as written.
     /// With `requireTopics`, every line must name topics.
     public convenience init(path: String, kind: Kind = .apns, requireTopics: Bool = false) throws(TokenFileError) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw TokenFileError(file: path, line: 0, reason: "cannot read the file")
+        let bytes: [UInt8]
+        do throws(InputFileError) { bytes = try InputFile.bytes(path) } catch {
+            throw TokenFileError(file: path, line: 0, reason: error.reason)
         }
-        try self.init(bytes: [UInt8](data), file: path, kind: kind, requireTopics: requireTopics)
+        try self.init(bytes: bytes, file: path, kind: kind, requireTopics: requireTopics)
     }
 
     /// Parses token-file bytes (`file` names the source in errors).

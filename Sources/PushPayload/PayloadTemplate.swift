@@ -15,15 +15,15 @@ import PushVocabulary
 public struct TemplateError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The template's file name (or `<template>` for text given directly).
     public var file: String
-    /// 1-based line.
+    /// 1-based line (0 when the problem is the whole file).
     public var line: Int
     /// 1-based column, in Unicode scalars.
     public var column: Int
     /// What is wrong.
     public var reason: String
 
-    /// `file:line:column: reason`.
-    public var description: String { "\(file):\(line):\(column): \(reason)" }
+    /// `file:line:column: reason`, or `file: reason` when the problem is the whole file (line 0).
+    public var description: String { line > 0 ? "\(file):\(line):\(column): \(reason)" : "\(file): \(reason)" }
 }
 
 /// What a placeholder stands for.
@@ -138,10 +138,11 @@ public final class PayloadTemplate: @unchecked Sendable {
 
     /// Loads and compiles a template file.
     public convenience init(path: String, options: TemplateOptions = .init()) throws(TemplateError) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw TemplateError(file: path, line: 0, column: 0, reason: "cannot read the file")
+        let bytes: [UInt8]
+        do throws(InputFileError) { bytes = try InputFile.bytes(path) } catch {
+            throw TemplateError(file: path, line: 0, column: 0, reason: error.reason)
         }
-        try self.init(bytes: [UInt8](data), file: path, options: options)
+        try self.init(bytes: bytes, file: path, options: options)
     }
 
     /// Compiles template text.

@@ -34,9 +34,9 @@ public struct ParsedRate: Equatable, Sendable {
 
 /// What a number without a unit means where a duration is expected.
 public enum BareNumber: Sendable {
-    /// Seconds (`30` is `30s`).
+    /// Seconds (`30` is `30s`; as a rate, 30 per second).
     case seconds
-    /// Not a duration: the text must name its unit.
+    /// Not a quantity: the text must name its unit (the default everywhere a user types one).
     case refused
 }
 
@@ -62,14 +62,20 @@ public enum Quantity {
         DurationUnit(name: "h", seconds: 3600, nanoseconds: 3600e9, rank: 0),
     ]
 
+    /// The forms a duration may take, for error messages.
+    public static let durationForms = "a number and a unit: ns, us or µs, ms, s, m, h; several as in 1m30s"
+
     /// A non-negative duration: a number and a unit (`1.5s`, `500ms`, `250us`, `250µs`, `100ns`, `2m`,
-    /// `1h`), several of them from the largest unit down (`1m30s`, `1h2m3.5s`), or, where `bareNumber`
-    /// is `.seconds`, a number of seconds (`30`).
-    public static func duration(_ text: String, bareNumber: BareNumber = .seconds) throws(QuantityError) -> ParsedDuration {
+    /// `1h`), several of them from the largest unit down (`1m30s`, `1h2m3.5s`), or `0`. A number without
+    /// a unit is refused (is `2` two seconds or two milliseconds?) unless `bareNumber` is `.seconds`.
+    public static func duration(_ text: String, bareNumber: BareNumber = .refused) throws(QuantityError) -> ParsedDuration {
+        if text == "0" { return ParsedDuration(seconds: 0, nanoseconds: 0) }
         if let d = singleDuration(text, bareNumber) ?? compoundDuration(text) { return d }
+        if bareNumber == .refused, let v = Double(text), v.isFinite, v >= 0 {
+            throw QuantityError("'\(text)' has no unit: say which, as in \(text)s or \(text)ms (\(durationForms))")
+        }
         let bare = bareNumber == .seconds ? ", or a number of seconds" : ""
-        throw QuantityError("'\(text)' is not a duration (a number and a unit: ns, us or µs, ms, s, m, h; "
-                            + "several as in 1m30s\(bare))")
+        throw QuantityError("'\(text)' is not a duration (\(durationForms)\(bare))")
     }
 
     /// One number and one unit, or a bare number; the number is anything `Double` reads.
@@ -104,15 +110,23 @@ public enum Quantity {
 
     private static func isDecimalCharacter(_ c: Character) -> Bool { c.isASCII && (c.isNumber || c == ".") }
 
-    /// A non-negative rate: `N` (per second), or `N/WINDOW` where the window is a unit (`s`, `sec`, `m`,
-    /// `min`, `h`, `hour`), a number and one of those (`10s`, `5min`), or any duration (`500ms`, `1m30s`).
-    public static func rate(_ text: String) throws(QuantityError) -> ParsedRate {
+    /// A non-negative rate: `N/WINDOW` where the window is a unit (`s`, `sec`, `m`, `min`, `h`, `hour`), a
+    /// number and one of those (`10s`, `5min`), or any duration (`500ms`, `1m30s`); `0`; or, where
+    /// `bareNumber` is `.seconds`, `N` per second.
+    public static func rate(_ text: String, bareNumber: BareNumber = .refused) throws(QuantityError) -> ParsedRate {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         if (1...2).contains(parts.count), let n = Double(parts[0]), n.isFinite, n >= 0 {
-            if parts.count == 1 { return ParsedRate(count: n, windowSeconds: 1) }
-            if let window = rateWindowSeconds(parts[1]), window > 0 { return ParsedRate(count: n, windowSeconds: window) }
+            if parts.count == 1 && (bareNumber == .seconds || n == 0) { return ParsedRate(count: n, windowSeconds: 1) }
+            if parts.count == 2, let window = rateWindowSeconds(parts[1]), window > 0 {
+                return ParsedRate(count: n, windowSeconds: window)
+            }
+            if parts.count == 1 {
+                throw QuantityError("'\(text)' has no time unit: say per what, as in \(text)/s or \(text)/min "
+                                    + "(N/UNIT as in 100/s, 600000/min, 5/10s)")
+            }
         }
-        throw QuantityError("'\(text)' is not a rate (N per second, or N/UNIT as in 100/s, 600000/min, 5/10s)")
+        let bare = bareNumber == .seconds ? "N per second, or " : ""
+        throw QuantityError("'\(text)' is not a rate (\(bare)N/UNIT as in 100/s, 600000/min, 5/10s)")
     }
 
     private static func rateWindowSeconds(_ window: Substring) -> Double? {

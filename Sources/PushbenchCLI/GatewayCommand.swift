@@ -60,6 +60,9 @@ public struct GatewayCommand: PushbenchCommand {
             }
             printOut(final.json)
             return 0
+        } catch let error as GatewayStartError where error.cannotListen {
+            printError("pushbench gateway: --listen: cannot \(error.message)")
+            return 2
         } catch {
             printError("pushbench gateway: \(error)")
             return 1

@@ -71,20 +71,10 @@ extension RunExecution {
         }
         let authority = String(rest)
         // The transport connects to numeric addresses; resolve a name once, before any traffic.
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(String(host), nil, &hints, &list)
-        guard rc == 0, let first = list else {
-            throw Failure(status: 3, message: "--target: cannot resolve '\(host)': \(String(cString: gai_strerror(rc)))")
+        let numeric: String
+        do throws(HostResolver.Failure) { numeric = try HostResolver.numeric(String(host)) } catch {
+            throw Failure(status: 3, message: "--target: \(error)")
         }
-        defer { freeaddrinfo(list) }
-        var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-        guard getnameinfo(first.pointee.ai_addr, first.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0,
-                          NI_NUMERICHOST) == 0 else {
-            throw Failure(status: 3, message: "--target: cannot resolve '\(host)'")
-        }
-        let numeric = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         return (numeric, port, authority)
     }
 

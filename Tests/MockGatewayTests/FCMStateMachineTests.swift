@@ -320,11 +320,11 @@ import CAllocCounter
         #expect(c.fanoutPerSecond == 10_000 && c.quota == FCMQuota(messages: 600_000, windowNanos: 60_000_000_000))
         #expect(abs(c.tokenChurnPerSecond - 1.0 / 3600) < 1e-12 && c.capture == 3)
         #expect(c.failures == [FCMFailureRate(code: .unavailable, fraction: 0.01)])
-        for (flags, message) in [(["--fanout-rate", "fast"], "--fanout-rate: 'fast' is not a positive rate N/s (e.g. 10000/s)"),
+        for (flags, message) in [(["--fanout-rate", "fast"], "--fanout-rate: 'fast' is not a rate (N/UNIT as in 100/s, 600000/min, 5/10s)"),
                                  (["--fcm-quota", "1.5/min"], "--fcm-quota: '1.5/min' is not a quota N/UNIT with a whole N ≥ 1 (e.g. 600000/min)"),
                                  (["--topic-subscribers", "a b=3"], "--topic-subscribers: 'a b=3' has a topic name outside [a-zA-Z0-9-_.~%]"),
                                  (["--fcm-fail", "NOPE=1"], "--fcm-fail: 'NOPE' is not an FCM error code (e.g. UNAVAILABLE, INTERNAL, UNREGISTERED)"),
-                                 (["--token-churn", "2/s"], "--token-churn: '2/s' is not a fraction per time unit (e.g. 0.01/s)")] {
+                                 (["--token-churn", "2/s"], "--token-churn: '2/s' is more than the whole token space per second (at most 1/s, e.g. 0.01/s)")] {
             #expect(throws: GatewayConfigurationError(message)) { _ = try GatewayConfiguration.parse(flags) }
         }
     }

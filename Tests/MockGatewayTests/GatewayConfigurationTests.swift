@@ -59,8 +59,14 @@ import Testing
     @Test(arguments: [
         (["--threads", "0"], "--threads: 0 is out of range (1...64)"),
         (["--threads", "x"], "--threads: 'x' is not a whole number"),
-        (["--listen", "8080"], "--listen: '8080' is not HOST:PORT (e.g. 127.0.0.1:8080)"),
+        (["--listen", "8080"], "--listen: '8080' is not HOST:PORT (e.g. 127.0.0.1:8080, localhost:0, :8080)"),
         (["--latency", "fast"], "--latency: 'fast' is not a latency (e.g. 2ms, 1ms-5ms, p50=1ms,p99=10ms)"),
+        // A number without its unit is refused everywhere: is `--latency=2` two seconds or two milliseconds?
+        (["--latency", "2"], "--latency: '2' has no unit: say which, as in 2s or 2ms (a number and a unit: ns, us or µs, ms, s, m, h; several as in 1m30s)"),
+        (["--latency", "p50=1,p99=10ms"], "--latency: '1' has no unit: say which, as in 1s or 1ms (a number and a unit: ns, us or µs, ms, s, m, h; several as in 1m30s)"),
+        (["--goaway-after", "30"], "--goaway-after: '30' has no unit: say which, as in 30s or 30ms (a number and a unit: ns, us or µs, ms, s, m, h; several as in 1m30s)"),
+        (["--token-churn", "0.01"], "--token-churn: '0.01' has no time unit: say per what, as in 0.01/s or 0.01/min (N/UNIT as in 100/s, 600000/min, 5/10s)"),
+        (["--fanout-rate", "10000"], "--fanout-rate: '10000' has no time unit: say per what, as in 10000/s or 10000/min (N/UNIT as in 100/s, 600000/min, 5/10s)"),
         (["--latency", "5ms-1ms"], "--latency: '5ms-1ms': the minimum is above the maximum"),
         (["--latency", "p50=5ms,p99=1ms"], "--latency: latency at p99.0 is below the latency at p50.0"),
         (["--fail", "Oops=0.1"], "--fail: 'Oops' is not an APNs reason (e.g. InternalServerError)"),
@@ -134,7 +140,6 @@ import Testing
         (#"{"token_rate_limit": {"burst": 3}}"#, "field 'token_rate_limit.per_second': is required"),
         (#"{"token_length": 63}"#, "field 'token_length': a hex token has an even length"),
         (#"[1, 2]"#, "the top level must be a JSON object"),
-        (#"{"seed": "#, "not valid JSON"),
     ])
     func malformedScenarioIsRejectedNamingFileAndField(_ c: (String, String)) throws {
         let path = try scenario(c.0)
@@ -145,8 +150,25 @@ import Testing
     }
 
     @Test func missingScenarioFileIsNamed() {
-        #expect(throws: GatewayConfigurationError("scenario /nonexistent/s.json: cannot read the file")) {
+        #expect(throws: GatewayConfigurationError("scenario /nonexistent/s.json: no such file")) {
             _ = try GatewayConfiguration.parse(["--scenario", "/nonexistent/s.json"])
         }
+    }
+
+    @Test func brokenScenarioJSONIsReportedAtItsLineAndColumn() throws {
+        let path = try scenario("{\n  \"seed\": 7,\n  \"latency\": }\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(throws: GatewayConfigurationError("scenario \(path):3:14: not valid JSON: expected a JSON value")) {
+            _ = try GatewayConfiguration.parse(["--scenario", path])
+        }
+    }
+
+    @Test func listenTakesHostNamesAndABarePort() throws {
+        let named = try GatewayConfiguration.parse(["--listen", "localhost:0"])
+        #expect(named.host == "127.0.0.1" && named.port == 0)
+        let bare = try GatewayConfiguration.parse(["--listen", ":8080"])
+        #expect(bare.host == "127.0.0.1" && bare.port == 8080)
+        #expect(try GatewayConfiguration.parse(["--listen", "[::1]:0"]).host == "::1")
+        #expect(throws: (any Error).self) { _ = try GatewayConfiguration.parse(["--listen", "no-such-host.invalid:0"]) }
     }
 }

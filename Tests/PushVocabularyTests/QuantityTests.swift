@@ -2,7 +2,7 @@ import PushVocabulary
 import Testing
 
 @Suite struct QuantityTests {
-    func duration(_ text: String, _ bare: BareNumber = .seconds) -> ParsedDuration? {
+    func duration(_ text: String, _ bare: BareNumber = .refused) -> ParsedDuration? {
         try? Quantity.duration(text, bareNumber: bare)
     }
 
@@ -25,12 +25,19 @@ import Testing
         #expect(duration("1e3ms")?.seconds == 1)
     }
 
-    @Test func aBareNumberIsSecondsOnlyWhereAllowed() {
-        #expect(duration("30") == ParsedDuration(seconds: 30, nanoseconds: 30e9))
-        #expect(duration("0.5")?.nanoseconds == 0.5e9)
-        #expect(duration("30", .refused) == nil)
-        #expect(duration("30s", .refused)?.seconds == 30)
-        #expect(duration("1m30s", .refused)?.seconds == 90)
+    @Test func aBareNumberIsRefusedUnlessACallerAllowsSeconds() {
+        // Is `--duration 3` three seconds or three milliseconds? The user says which.
+        #expect(duration("30") == nil && duration("0.5") == nil)
+        #expect(duration("30", .seconds) == ParsedDuration(seconds: 30, nanoseconds: 30e9))
+        #expect(duration("0.5", .seconds)?.nanoseconds == 0.5e9)
+        #expect(duration("30s")?.seconds == 30)
+        #expect(duration("1m30s")?.seconds == 90)
+        // Zero is zero in every unit.
+        #expect(duration("0") == ParsedDuration(seconds: 0, nanoseconds: 0))
+        #expect(throws: QuantityError("'2' has no unit: say which, as in 2s or 2ms (a number and a unit: ns, us or µs, ms, s, m, h; "
+                                      + "several as in 1m30s)")) {
+            _ = try Quantity.duration("2")
+        }
     }
 
     @Test func compoundsGoFromTheLargestUnitDown() {
@@ -49,18 +56,20 @@ import Testing
             #expect(duration(bad) == nil, "\(bad)")
         }
         #expect(throws: QuantityError("'soon' is not a duration (a number and a unit: ns, us or µs, ms, s, m, h; "
-                                      + "several as in 1m30s, or a number of seconds)")) {
+                                      + "several as in 1m30s)")) {
             _ = try Quantity.duration("soon")
         }
-        #expect(throws: QuantityError("'30' is not a duration (a number and a unit: ns, us or µs, ms, s, m, h; "
-                                      + "several as in 1m30s)")) {
-            _ = try Quantity.duration("30", bareNumber: .refused)
+        #expect(throws: QuantityError("'soon' is not a duration (a number and a unit: ns, us or µs, ms, s, m, h; "
+                                      + "several as in 1m30s, or a number of seconds)")) {
+            _ = try Quantity.duration("soon", bareNumber: .seconds)
         }
     }
 
     @Test func rates() throws {
         func rate(_ t: String) -> ParsedRate? { try? Quantity.rate(t) }
-        #expect(rate("100") == ParsedRate(count: 100, windowSeconds: 1))
+        #expect(rate("100") == nil, "per what?")
+        #expect(try Quantity.rate("100", bareNumber: .seconds) == ParsedRate(count: 100, windowSeconds: 1))
+        #expect(rate("0") == ParsedRate(count: 0, windowSeconds: 1))
         #expect(rate("100/s") == ParsedRate(count: 100, windowSeconds: 1))
         #expect(rate("10/sec")?.perSecond == 10)
         #expect(rate("600000/min") == ParsedRate(count: 600_000, windowSeconds: 60))
@@ -76,8 +85,12 @@ import Testing
         for bad in ["", "fast", "-1/s", "1/", "1/0s", "1/x", "1/2", "1/2/3", "1/s/", "nan/s", "1/-1s"] {
             #expect(rate(bad) == nil, "\(bad)")
         }
-        #expect(throws: QuantityError("'fast' is not a rate (N per second, or N/UNIT as in 100/s, 600000/min, 5/10s)")) {
+        #expect(throws: QuantityError("'fast' is not a rate (N/UNIT as in 100/s, 600000/min, 5/10s)")) {
             _ = try Quantity.rate("fast")
+        }
+        #expect(throws: QuantityError("'0.01' has no time unit: say per what, as in 0.01/s or 0.01/min "
+                                      + "(N/UNIT as in 100/s, 600000/min, 5/10s)")) {
+            _ = try Quantity.rate("0.01")
         }
     }
 

@@ -17,21 +17,48 @@ import Testing
         }
     }
 
-    @Test func missingValueIsNamed() {
+    @Test func missingValueIsNamed() throws {
         #expect(throws: UsageError("--rps: needs a value")) {
             _ = try ParsedArguments(["--rps"], options: [.value("--rps")])
         }
+        // `--rps --duration 1s` is --rps without its value, not "unexpected argument '1s'".
+        #expect(throws: UsageError("--rps: needs a value (got the option '--duration' instead)")) {
+            _ = try ParsedArguments(["--rps", "--duration", "1s"], options: [.value("--rps"), .value("--duration")])
+        }
+        #expect(throws: UsageError("--rps: needs a value (got the option '--duration' instead)")) {
+            _ = try RunCommand(arguments: ParsedArguments(["--rps", "--duration=1s"], options: RunCommand.options))
+        }
+        // A pass-through option's value is an option of something else.
+        let run = try RunCommand(arguments: ParsedArguments(["--gateway-arg", "--threads=2"], options: RunCommand.options))
+        #expect(run.options.embeddedGateway.threads == 2)
+    }
+
+    @Test func optionsThatContradictEachOtherAreRefused() {
+        func refusal(_ args: [String]) -> String? {
+            do throws(UsageError) { _ = try RunCommand(arguments: ParsedArguments(args, options: RunCommand.options)); return nil }
+            catch { return error.message }
+        }
+        #expect(refusal(["--requests", "5000", "--duration", "3s"])
+                == "--duration: not with --requests (a run ends after N requests or after a duration; give one)")
+        #expect(refusal(["--rps", "max", "--pace-quantum", "1ms"]) == "--pace-quantum: only paces an open-loop rate, not --rps max")
+        #expect(refusal(["--requests", "5000", "--warmup", "1s"]) == nil)
+        #expect(refusal(["--json", "--quiet"]) == nil)
     }
 
     @Test func durations() throws {
         #expect(try ValueParser.duration("10s", option: "--d") == 10)
         #expect(try ValueParser.duration("500ms", option: "--d") == 0.5)
         #expect(try ValueParser.duration("2m", option: "--d") == 120)
-        #expect(try ValueParser.duration("3", option: "--d") == 3)
         #expect(try ValueParser.duration("1m30s", option: "--d") == 90)
+        #expect(try ValueParser.duration("0", option: "--d") == 0)
         #expect(throws: UsageError("--d: 'soon' is not a duration (a number and a unit: ns, us or µs, ms, s, m, h; "
-                                   + "several as in 1m30s, or a number of seconds)")) {
+                                   + "several as in 1m30s)")) {
             _ = try ValueParser.duration("soon", option: "--d")
+        }
+        // `--duration 3` used to mean three seconds without saying so.
+        #expect(throws: UsageError("--d: '3' has no unit: say which, as in 3s or 3ms (a number and a unit: ns, us or µs, ms, s, m, h; "
+                                   + "several as in 1m30s)")) {
+            _ = try ValueParser.duration("3", option: "--d")
         }
     }
 
