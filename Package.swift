@@ -70,7 +70,7 @@ let package = Package(
                                                         "PushCredentials"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushVocabulary", "CAllocCounter",
                                                           "PushbenchTestSupport", "PushCredentials"]),
-        .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI", "PushVocabulary", "LoadGenerator"]),
+        .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI", "PushVocabulary", "PushMetrics", "LoadGenerator"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -177,6 +177,7 @@ public final class DriverCore {
     private var closedCount: Int64 = 0
     private var closedMeasured: Int64 = 0
     private var closedLimit: Int64 = Int64.max
+    private var startNs: UInt64 = 0
     private var measureStartNs: UInt64 = 0
     private var endNs: UInt64 = UInt64.max
     // Intended time of the schedule's last request (all stripes): the drain is timed from it.
@@ -233,6 +234,7 @@ public final class DriverCore {
 
     /// Starts the schedule at t0 = `start`.
     public func begin(at start: UInt64) {
+        startNs = start
         measureStartNs = start + plan.warmupNs
         generating = true
         recorder.begin(at: start, measurementStart: measureStartNs)
@@ -311,7 +313,10 @@ public final class DriverCore {
             if next >= localLimit { generating = false; return nil }
             return pacer.intendedTime(local: next)
         }
-        // Closed loop: every free stream gets a request now; its intended time is its send time.
+        // Closed loop: every free stream gets a request now; its intended time is its send time. Nothing
+        // goes out before t0 (the threads learn t0 a little ahead of it): a request sent early would be
+        // counted in a warm-up nobody asked for.
+        if now < startNs { return nil }
         while freeCount > 0 {
             if now >= endNs || closedMeasured >= closedLimit { generating = false; return nil }
             let slot = freeSlots[freeCount - 1]

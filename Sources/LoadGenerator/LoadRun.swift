@@ -227,3 +227,31 @@ public enum LoadRun {
         return result
     }
 }
+
+extension LoadResult {
+    /// Whether this open-loop run kept `targetRPS`, this process's share of the rate (nil for a closed
+    /// loop, and for a run that stopped early, whose schedule was cut short on purpose). Not kept when fewer than
+    /// ``RateOutcome/keptFraction`` of the scheduled requests went out per second, or a due request was
+    /// never sent, or the answers came back slower than that; the shortfall names what held it back.
+    public func rateOutcome(targetRPS: Double?) -> RateOutcome? {
+        guard let rate = targetRPS, rate > 0, measuredSeconds > 0, !interrupted, !tokensExhausted else { return nil }
+        let sentRPS = Double(measured.sent) / measuredSeconds
+        let answeredRPS = Double(measured.completed) / measuredSeconds
+        let goal = rate * RateOutcome.keptFraction
+        let c = stats.connections
+        let shortfall: RateOutcome.Shortfall?
+        if sentRPS < goal || measured.notSent > 0 {
+            // A target that went away leaves no stream to send on: that is the target, not the streams.
+            if c.lost > 0 || c.connectFailures > 0 {
+                shortfall = .target
+            } else {
+                shortfall = stats.blocked > 0 ? .streams : .sender
+            }
+        } else if answeredRPS < goal {
+            shortfall = .target
+        } else {
+            shortfall = nil
+        }
+        return RateOutcome(sentRPS: sentRPS, shortfall: shortfall)
+    }
+}

@@ -18,6 +18,8 @@ public final class LiveCounters: Sendable {
     public let lastP50 = Atomic<Int>(0)
     /// See ``lastP50``.
     public let lastP99 = Atomic<Int>(0)
+    /// Responses in the last whole second (0: its percentiles mean nothing).
+    public let lastCount = Atomic<Int>(0)
     /// Whole seconds finished (bumped after lastP50/lastP99 are stored).
     public let seconds = Atomic<Int>(0)
     /// Creates zeroed counters.
@@ -77,6 +79,7 @@ public final class Recorder {
     }
 
     private func closeLiveSeconds(_ now: UInt64) {
+        live.lastCount.store(Int(liveInterval.totalCount), ordering: .relaxed)
         if liveInterval.totalCount > 0 {
             live.lastP50.store(Int(liveInterval.valueAtPercentile(50)), ordering: .relaxed)
             live.lastP99.store(Int(liveInterval.valueAtPercentile(99)), ordering: .relaxed)
@@ -187,6 +190,8 @@ public struct LiveSnapshot: Sendable, Equatable {
     public var p99Micros = 0
     /// What TLS settled, e.g. `TLSv1.3 h2` (nil over h2c).
     public var tls: String?
+    /// Responses in the last whole second of every thread: 0 means the percentiles above say nothing.
+    public var lastSecondCompleted = 0
 
     /// Zeroes.
     public init() {}
@@ -202,6 +207,7 @@ public struct LiveSnapshot: Sendable, Equatable {
             _ = c.seconds.load(ordering: .acquiring)
             p50Micros = max(p50Micros, c.lastP50.load(ordering: .relaxed))
             p99Micros = max(p99Micros, c.lastP99.load(ordering: .relaxed))
+            lastSecondCompleted += c.lastCount.load(ordering: .relaxed)
         }
     }
 }

@@ -271,15 +271,6 @@ enum HistoryFile {
             try ResultsWriter.save(ReportChart.HistoryRow.csvHeader + rest + row.csvLine, url)
             return
         }
-        guard let handle = FileHandle(forWritingAtPath: url.path) else {
-            throw ResultsError("\(url.path): cannot open for appending")
-        }
-        defer { try? handle.close() }
-        do {
-            try handle.seekToEnd()
-            try handle.write(contentsOf: Data(row.csvLine.utf8))
-        } catch {
-            throw ResultsError("\(url.path): \(error.localizedDescription)")
-        }
+        try ResultsWriter.appendLine(row.csvLine, to: url)
     }
 }

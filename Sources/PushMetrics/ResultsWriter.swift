@@ -8,8 +8,14 @@ import Glibc
 public struct ResultsError: Error, CustomStringConvertible {
     /// The file and what was wrong with it.
     public let description: String
+    /// The run folder, when it was written whole and only the bookkeeping beside it (`latest`,
+    /// history.csv) failed.
+    public var folderWritten: URL?
     /// Creates an error.
-    public init(_ description: String) { self.description = description }
+    public init(_ description: String, folderWritten: URL? = nil) {
+        self.description = description
+        self.folderWritten = folderWritten
+    }
 }
 
 /// Writes a run folder: summary.json, latency.hgrm, latency.hlog, service_time.hlog,
@@ -54,7 +60,7 @@ public enum ResultsWriter {
             try appendHistory(root: root, runID: id, record: record)
         } catch let e as ResultsError {
             // The measurements are safe on disk; say so, so nobody reruns for nothing.
-            throw ResultsError("\(e.description) (the run itself was written to \(folder.path))")
+            throw ResultsError("\(e.description) (the run itself was written to \(folder.path))", folderWritten: folder)
         }
         return folder
     }
@@ -106,7 +112,7 @@ public enum ResultsWriter {
                 ("target_rps", r.targetRPS.map { .double(round3($0)) } ?? r.config.rps.map { .int(Int64($0)) } ?? .null),
                 ("achieved_rps", .double(round3(r.achievedRPS))),
                 ("measured_s", .double(round3(r.measuredSeconds))),
-            ])),
+            ] + rateMembers(r.rate))),
             ("latency_us", latencyJSON(r.latency)),
             ("service_time_us", latencyJSON(r.serviceTime)),
             ("cpu", .object([("user_s", .double(round3(r.cpuUserSeconds))), ("sys_s", .double(round3(r.cpuSystemSeconds)))])),
@@ -121,6 +127,14 @@ public enum ResultsWriter {
             ("service_time_us", .string(HistogramCodec.encodeBase64(r.serviceTime))),
         ])))
         return .object(m)
+    }
+
+    /// `throughput`'s verdict on the rate: `sent_rps`, `rate_kept` and, when it was not kept,
+    /// `rate_shortfall` (sender, streams or target).
+    static func rateMembers(_ rate: RateOutcome?) -> [(String, JSONValue)] {
+        guard let rate else { return [] }
+        return [("sent_rps", .double(round3(rate.sentRPS))), ("rate_kept", .bool(rate.kept))]
+            + (rate.shortfall.map { [("rate_shortfall", JSONValue.string($0.rawValue))] } ?? [])
     }
 
     /// The percentile block of summary.json for a µs histogram.
@@ -191,18 +205,92 @@ public enum ResultsWriter {
     // MARK: helpers
 
     static func createDirectory(_ url: URL) throws {
-        do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        } catch {
-            throw ResultsError("\(url.path): cannot create directory: \(error.localizedDescription)")
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw ResultsError("\(url.path): is a file, not a folder") }
+            return
+        }
+        let parent = url.deletingLastPathComponent()
+        if parent.path != url.path && parent.path != "/" { try createDirectory(parent) }
+        guard mkdir(url.path, 0o755) == 0 || errno == EEXIST else {
+            throw ResultsError("\(url.path): cannot create the folder: \(reason(errno))")
         }
     }
 
-    static func save(_ text: String, _ url: URL) throws {
-        do {
-            try Data(text.utf8).write(to: url, options: .atomic)
-        } catch {
-            throw ResultsError("\(url.path): cannot write: \(error.localizedDescription)")
+    /// Writes `text` to `url` through a temporary name in the same folder and a rename, so a file is
+    /// either whole or absent: a full disk or a crash never leaves half a file under the real name.
+    public static func save(_ text: String, _ url: URL) throws {
+        let path = url.path
+        let temp = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ResultsError("\(path): cannot write: \(reason(errno))") }
+        var failure: Int32 = 0
+        var bytes = text
+        bytes.withUTF8 { b in
+            var offset = 0
+            while offset < b.count {
+                let n = Glibc.write(fd, b.baseAddress! + offset, b.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                offset += n
+            }
+        }
+        if close(fd) != 0 && failure == 0 { failure = errno }
+        if failure == 0 && rename(temp, path) != 0 { failure = errno }
+        guard failure == 0 else {
+            unlink(temp)
+            throw ResultsError("\(path): cannot write: \(reason(failure))")
+        }
+    }
+
+    /// Appends one line in one write (O_APPEND, so runs finishing together do not interleave); a write
+    /// cut short (a full disk) is taken back, so the file never ends in half a row.
+    static func appendLine(_ line: String, to url: URL) throws {
+        let fd = open(url.path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard fd >= 0 else { throw ResultsError("\(url.path): cannot open for appending: \(reason(errno))") }
+        defer { close(fd) }
+        var info = stat()
+        let before = fstat(fd, &info) == 0 ? info.st_size : -1
+        var text = line
+        let failure: Int32 = text.withUTF8 { b in
+            let n = Glibc.write(fd, b.baseAddress!, b.count)
+            return n == b.count ? 0 : (n < 0 ? errno : ENOSPC)
+        }
+        if failure != 0 {
+            if before >= 0 { _ = ftruncate(fd, before) }
+            throw ResultsError("\(url.path): cannot append: \(reason(failure))")
+        }
+    }
+
+    /// An errno value in words, as the user reads it (`no space left on device`).
+    static func reason(_ code: Int32) -> String {
+        let text = String(cString: strerror(code))
+        return text.prefix(1).lowercased() + text.dropFirst()
+    }
+
+    /// Bytes a results root needs free before a run starts: a run folder of a long run with its
+    /// per-second logs and charts, with room to spare.
+    public static let minimumFreeBytes: Int64 = 16 << 20
+
+    /// Checks, before any traffic, that `root` can take a run folder: it is (or can be made) a folder,
+    /// a file can be created in it, and it has ``minimumFreeBytes`` free. The error names the folder
+    /// and the reason.
+    public static func checkRoot(_ root: URL) throws {
+        try createDirectory(root)
+        let probe = root.appendingPathComponent(".pushbench-write-check-\(getpid())").path
+        let fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ResultsError("\(root.path): cannot write in it: \(reason(errno))") }
+        close(fd)
+        unlink(probe)
+        var fs = statvfs()
+        if statvfs(root.path, &fs) == 0 {
+            let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
+            if free < minimumFreeBytes {
+                throw ResultsError("\(root.path): only \(free / 1024) KiB free, less than the \(minimumFreeBytes >> 20) MiB a run folder may need")
+            }
         }
     }
 

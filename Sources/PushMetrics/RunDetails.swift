@@ -82,18 +82,23 @@ public struct RunAccounting: Sendable, Equatable {
     public var notSent: Int
     /// Requests over the payload limit, counted PayloadTooLarge and not sent.
     public var oversizeNotSent: Int
+    /// Measured requests the corrected latency does not include: never sent (due, or oversize), cut off
+    /// by the transport, or unanswered when the run ended (`not_in_latency`; nil: not written).
+    public var notInLatency: Int?
 
     /// The accounting.
-    public init(consistent: Bool, retries: Int, notSent: Int, oversizeNotSent: Int) {
+    public init(consistent: Bool, retries: Int, notSent: Int, oversizeNotSent: Int, notInLatency: Int? = nil) {
         self.consistent = consistent
         self.retries = retries
         self.notSent = notSent
         self.oversizeNotSent = oversizeNotSent
+        self.notInLatency = notInLatency
     }
 
     var json: JSONValue {
         .object([("consistent", .bool(consistent)), ("retries", .int(Int64(retries))), ("not_sent", .int(Int64(notSent))),
-                 ("oversize_not_sent", .int(Int64(oversizeNotSent)))])
+                 ("oversize_not_sent", .int(Int64(oversizeNotSent)))]
+                + (notInLatency.map { [("not_in_latency", JSONValue.int(Int64($0)))] } ?? []))
     }
 }
 

@@ -43,6 +43,8 @@ public struct RunRecord {
     public var maxRSSBytes: Int64
     /// True when the run was stopped early (SIGINT, error); what was measured is still written.
     public var interrupted: Bool
+    /// Whether an open-loop run kept its rate (nil: closed loop, or not judged).
+    public var rate: RateOutcome?
     /// The typed sections after the core figures (warm-up, accounting, connections, machine, gateway…).
     public var details: RunDetails
     /// The rate this run's own requests were scheduled at, when that is not `config.rps`: one agent of
@@ -67,6 +69,7 @@ public struct RunRecord {
         cpuSystemSeconds = 0
         maxRSSBytes = 0
         interrupted = false
+        rate = nil
         details = RunDetails()
         extra = []
     }
@@ -298,4 +301,37 @@ public struct TimelineInterval: Sendable, Equatable {
                                     transportErrors: te, latency: lat, serviceTime: svc, stealMs: steal, target: target)
         }
     }
+}
+
+/// Whether an open-loop run kept its rate, and if not, what held it back: summary.json
+/// `throughput.rate_kept`, `throughput.sent_rps` and, when it was not kept, `throughput.rate_shortfall`.
+public struct RateOutcome: Sendable, Equatable {
+    /// What held the rate back.
+    public enum Shortfall: String, Sendable {
+        /// Streams were free but the sender could not produce the requests on time (its CPU).
+        case sender
+        /// Every stream of every connection was busy when requests fell due: more connections or
+        /// streams are needed for this rate at this latency (or the peer's stream limit is too low).
+        case streams
+        /// The requests went out on time, but the target did not answer them at that rate (slow,
+        /// failing, or gone: see the connection counts).
+        case target
+    }
+
+    /// Requests sent per measured second.
+    public var sentRPS: Double
+    /// nil when the rate was kept.
+    public var shortfall: Shortfall?
+
+    /// An outcome.
+    public init(sentRPS: Double, shortfall: Shortfall?) {
+        self.sentRPS = sentRPS
+        self.shortfall = shortfall
+    }
+
+    /// Whether the rate was kept.
+    public var kept: Bool { shortfall == nil }
+
+    /// The share of the target a run must reach, sent and answered, to have kept its rate.
+    public static let keptFraction = 0.95
 }

@@ -17,7 +17,8 @@ struct EncoderComparisonExecution {
 
     typealias Failure = RunExecution.Failure
 
-    func execute(template: PayloadTemplate, tokens: DeviceTokens, limit: Int) throws(Failure) -> Int32 {
+    func execute(template: PayloadTemplate, tokens: DeviceTokens, limit: Int,
+                 destination: ResultsDestination) throws(Failure) -> Int32 {
         let names = options.encoders
         let variants = options.encoderVariants
         let environment = ProcessInfo.processInfo.environment
@@ -56,14 +57,16 @@ struct EncoderComparisonExecution {
         defer { restoreInterrupts(previous) }
 
         let talk = !options.quiet && !options.json
-        var display = ProgressDisplay(quiet: options.quiet, json: options.json)
+        var display = ProgressDisplay(quiet: options.quiet, json: options.json, targetRPS: config.rate)
         let ab: EncoderComparisonResult
         do {
             ab = try EncoderComparison.run(
                 config, variants: variants, schedule: schedule, gatewayStats: gateway.map { g in { g.stats() } },
                 roundStarted: { r in
                     display.finish()
-                    display = ProgressDisplay(quiet: options.quiet, json: options.json)
+                    // A variant's first round carries its warm-up: its seconds are marked as such.
+                    display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: Double(r.warmupNs) / 1e9,
+                                              targetRPS: config.rate)
                     if talk {
                         printOut("round \(r.index + 1)/\(schedule.count): \(names[r.variant])")
                     }
@@ -77,9 +80,10 @@ struct EncoderComparisonExecution {
         display.finish()
         _ = gateway?.stop()
 
-        let root = URL(fileURLWithPath: options.outputRoot)
         let roundOrder = ab.rounds.map { names[$0.variant] }
         var entries: [VariantComparison.Entry] = []
+        var warnings: [String] = []
+        var nothingMeasured = false
         // A variant that never ran (Ctrl-C in the first rounds) gets no folder; a slowed one is labelled so,
         // so its history.csv row is never mistaken for a measurement.
         for v in ab.variants where v.rounds > 0 {
@@ -94,31 +98,28 @@ struct EncoderComparisonExecution {
                 driverCPUSeconds: v.driverCPUSeconds, cpuSecondsPerMillion: v.cpuSecondsPerMillion,
                 processCPUSeconds: v.processCPUSeconds,
                 testSlowdownMicroseconds: slowdown.flatMap { $0.variant == v.variant ? Double($0.addedNanoseconds) / 1000 : nil })
-            let folder: URL
-            do { folder = try ResultsWriter.write(record, root: root) } catch {
-                throw Failure(status: 1, message: "cannot write the results: \(error)")
-            }
+            let folder = try destination.write(record)
+            warnings += RunExecution.warnings(record, result: v.result).map { "\(v.variant.rawValue): \($0)" }
+            nothingMeasured = nothingMeasured || RunExecution.measuredNothing(record, result: v.result)
             entries.append(VariantComparison.Entry(name: v.variant.rawValue, runID: folder.lastPathComponent, record: record,
                                                    cpuSecondsPerMillion: v.cpuSecondsPerMillion, rounds: v.rounds,
                                                    perRound: v.perRound.map {
                                                        VariantComparison.RoundPoint(index: $0.index, achievedRPS: $0.achievedRPS, p50: $0.p50,
                                                                                     p99: $0.p99, p999: $0.p999, cpuSecondsPerMillion: $0.cpuSecondsPerMillion)
                                                    }))
-            if talk { printOut("\(folder.path)\(record.interrupted ? "  (interrupted)" : "")") }
+            if !options.json { printOut("\(folder.path)\(record.interrupted ? "  (interrupted)" : "")") }
         }
         let comparison = VariantComparison(label: options.label, entries: entries, roundOrder: roundOrder,
                                            roundSeconds: Double(roundNs) / 1e9)
-        let folder: URL
-        do { folder = try comparison.write(root: root) } catch {
-            throw Failure(status: 1, message: "cannot write the comparison: \(error)")
-        }
+        let folder = try destination.write { root in try comparison.write(root: root) }
+        // --quiet hides the progress only: the table and the folders are the answer.
         if options.json {
             printOut(comparison.json(comparisonID: folder.lastPathComponent).render())
-        } else if !options.quiet {
+        } else {
             printOut("")
             printOut(String(comparison.table(markdown: false).dropLast()))
             printOut("\(folder.path)  (comparison.md, comparison.svg)\(ab.interrupted ? "  (interrupted)" : "")")
         }
-        return 0
+        return RunExecution.closing(warnings: warnings, nothingMeasured: nothingMeasured, destination: destination)
     }
 }

@@ -14,15 +14,19 @@ struct ProgressDisplay {
     /// The warm-up's length: lines for seconds inside it say so, since what they count stays out of
     /// the run's figures.
     let warmupSeconds: Double
+    /// The open-loop rate, to say when the sender falls behind it (nil: closed loop).
+    let targetRPS: Int?
     private var lastSent = 0
+    private var lastErrors = 0
     private var lastElapsed = 0.0
     private var drewLine = false
 
-    init(quiet: Bool, json: Bool, warmupSeconds: Double = 0) {
+    init(quiet: Bool, json: Bool, warmupSeconds: Double = 0, targetRPS: Int? = nil) {
         fd = json ? 2 : 1
         terminal = isatty(fd) != 0
         enabled = !quiet
         self.warmupSeconds = warmupSeconds
+        self.targetRPS = targetRPS
     }
 
     /// Shows `snapshot` taken `elapsed` seconds after the run started.
@@ -30,10 +34,13 @@ struct ProgressDisplay {
         guard enabled else { return }
         let window = elapsed - lastElapsed
         let rps = window > 0 ? Double(snapshot.sent - lastSent) / window : 0
+        let errorsPerSecond = window > 0 ? Double(snapshot.errors - lastErrors) / window : 0
         lastSent = snapshot.sent
+        lastErrors = snapshot.errors
         lastElapsed = elapsed
-        let line = ProgressDisplay.format(snapshot, elapsed: elapsed, rps: rps,
-                                          warmup: ProgressDisplay.inWarmup(elapsed: elapsed, window: window, warmupSeconds: warmupSeconds))
+        let line = ProgressDisplay.format(snapshot, elapsed: elapsed, rps: rps, errorsPerSecond: errorsPerSecond,
+                                          warmup: ProgressDisplay.inWarmup(elapsed: elapsed, window: window, warmupSeconds: warmupSeconds),
+                                          behind: ProgressDisplay.behind(snapshot, targetRPS: targetRPS))
         if terminal {
             write("\r" + line + "\u{1B}[K")
             drewLine = true
@@ -48,12 +55,26 @@ struct ProgressDisplay {
         drewLine = false
     }
 
-    /// One progress line, e.g. `  3.0s  sent 150000  50000 rps  in flight 12  backlog 0  p50 0.21 ms  p99 0.80 ms  errors 0`;
-    /// `1.0s warm-up  sent …` for a second of the warm-up.
-    static func format(_ s: LiveSnapshot, elapsed: Double, rps: Double, warmup: Bool = false) -> String {
-        "\(fixed(elapsed, 1))s\(warmup ? " warm-up" : "")  sent \(s.sent)  \(Int(rps.rounded())) rps  in flight \(s.inFlight)  backlog \(s.backlog)"
-            + "  p50 \(milliseconds(s.p50Micros))  p99 \(milliseconds(s.p99Micros))  errors \(s.errors)"
+    /// One progress line, e.g.
+    /// `3.0s  sent 150000  50000 rps  in flight 12  backlog 0  p50 0.21 ms  p99 0.80 ms  errors 3 (+1/s)`;
+    /// `1.0s warm-up  sent …` for a second of the warm-up; `p50 -` when no response came back in the
+    /// last whole second (no figure, rather than a false 0); `BEHIND the rate` when the sender is late;
+    /// what TLS settled (e.g. `TLSv1.3 h2`) at the end over TLS.
+    static func format(_ s: LiveSnapshot, elapsed: Double, rps: Double, errorsPerSecond: Double = 0, warmup: Bool = false,
+                       behind: Bool = false) -> String {
+        let answered = s.lastSecondCompleted > 0
+        return "\(fixed(elapsed, 1))s\(warmup ? " warm-up" : "")  sent \(s.sent)  \(Int(rps.rounded())) rps"
+            + "  in flight \(s.inFlight)  backlog \(s.backlog)"
+            + "  p50 \(answered ? milliseconds(s.p50Micros) : "-")  p99 \(answered ? milliseconds(s.p99Micros) : "-")"
+            + "  errors \(s.errors) (+\(Int(errorsPerSecond.rounded()))/s)"
+            + (behind ? "  BEHIND the rate" : "")
             + (s.tls.map { "  \($0)" } ?? "")
+    }
+
+    /// Whether the sender is behind an open-loop rate: more than 10 ms of the schedule is waiting to go out.
+    static func behind(_ s: LiveSnapshot, targetRPS: Int?) -> Bool {
+        guard let rate = targetRPS else { return false }
+        return s.backlog > max(1, rate / 100)
     }
 
     /// Whether the line for the `window` seconds ending at `elapsed` is about the warm-up: it began inside it.

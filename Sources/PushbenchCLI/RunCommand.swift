@@ -172,8 +172,13 @@ public struct RunCommand: PushbenchCommand {
     results/<run-id>/ (summary.json, latency.hgrm, latency.hlog, timeline.csv, report.svg).
     With no --target, starts the embedded mock APNs/FCM gateway on a free loopback port.
     """
-    public static let footer: String? =
-        "EXIT STATUS: 0 the run completed (whatever the gateway answered); 2 bad input; 3 target unreachable."
+    public static let footer: String? = """
+        EXIT STATUS: 0 the run completed (whatever the gateway answered); 1 a failure (the message says
+        which); 2 bad input, found before any traffic (an option, a file, a results root that cannot take
+        a run); 3 target unreachable; 4 the run completed but not one measured request was answered;
+        5 the results could not be written under --out at the end and were written to a fallback folder
+        (the message names it). A run that did not keep its rate exits 0 with a warning on stderr.
+        """
 
     public static var options: OptionTable<RunOptions> {
         OptionTable([
@@ -236,17 +241,18 @@ public struct RunCommand: PushbenchCommand {
                     throw UsageError("\(name): \(error.description)")
                 }
             },
-            .value("--duration", "T", \.durationSeconds, default: "10s", help: "measured time: 10s, 500ms, 2m") {
+            .value("--duration", "T", \.durationSeconds, default: "10s",
+                   help: "measured time, with its unit: 10s, 500ms, 2m, 1m30s (not with --requests)") {
                 text, name throws(UsageError) in
                 let d = try ValueParser.duration(text, option: name)
                 guard d > 0 else { throw UsageError("\(name): must be more than zero") }
                 return d
             },
             .value("--warmup", "T", \.warmupSeconds, default: "2s",
-                   help: "sent and counted separately, not in the histograms; 0s with --requests") { text, name throws(UsageError) in
+                   help: "sent and counted separately, not in the histograms; 0s (none) by default with --requests") { text, name throws(UsageError) in
                 try ValueParser.duration(text, option: name)
             },
-            .value("--requests", "N", \.requests, help: "stop after N measured requests instead of a duration") {
+            .value("--requests", "N", \.requests, help: "stop after exactly N measured requests instead of a duration (not with --duration)") {
                 text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 1...Int.max)
             },
             .value("--connections", "N", \.connections, default: "8", help: "connections per driver thread") {
@@ -320,7 +326,7 @@ public struct RunCommand: PushbenchCommand {
                 text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 0...100)
             },
             .flag("--send-oversize", \.sendOversize,
-                  help: "send payloads over the size limit (to load-test 413) instead of counting them"),
+                  help: "send payloads over the size limit (to load-test 413); without it a template that can exceed the limit is refused"),
             .value("--seed", "N", \.seed, default: "1", help: "seed for synthetic tokens and ids") { text, name throws(UsageError) in
                 guard let s = UInt64(text) else { throw UsageError("\(name): '\(text)' is not a whole number") }
                 return s
@@ -332,7 +338,7 @@ public struct RunCommand: PushbenchCommand {
                 guard seconds <= 0.01 else { throw UsageError("\(name): '\(text)' is over 10ms") }
                 return seconds
             },
-            .values("--gateway-arg", "ARG", \.gatewayArguments,
+            .values("--gateway-arg", "ARG", \.gatewayArguments, passesOptions: true,
                     help: "pass ARG to the embedded gateway (repeatable), e.g. --gateway-arg=--latency=2ms; its options are in 'pushbench gateway --help'") {
                 text, _ in text
             },
@@ -384,7 +390,7 @@ public struct RunCommand: PushbenchCommand {
                 guard d >= 0.001 else { throw UsageError("\(name): '\(text)' is under a millisecond") }
                 return d
             },
-            .flag("--quiet", \.quiet, help: "no progress line"),
+            .flag("--quiet", \.quiet, help: "no progress line (the end summary and warnings are still printed)"),
             .flag("--json", \.json, help: "print summary.json to stdout"),
         ])
     }
@@ -401,6 +407,13 @@ public struct RunCommand: PushbenchCommand {
         if o.requests != nil && !a.contains("--warmup") { o.warmupSeconds = 0 }
         try Self.checkSchedule(&o, a)
         try Self.checkSegment(o)
+        // Options that would contradict each other are refused rather than one silently winning.
+        if o.requests != nil && a.contains("--duration") {
+            throw UsageError("--duration: not with --requests (a run ends after N requests or after a duration; give one)")
+        }
+        if o.rate == .max && a.contains("--pace-quantum") {
+            throw UsageError("--pace-quantum: only paces an open-loop rate, not --rps max")
+        }
         if o.noApnsID && o.pushProtocol == .fcm {
             throw UsageError("--no-apns-id: FCM requests carry no apns-id (it applies to --protocol apns)")
         }

@@ -84,11 +84,15 @@ struct RunExecution {
         do {
             try checkDescriptors()
             let (template, tokens, limit) = try loadInputs()
+            let destination = ResultsDestination(root: URL(fileURLWithPath: options.outputRoot))
+            try destination.check()
             switch Self.plan(options) {
             case .single(let encoder):
-                return try runOnce(encoder: encoder, label: options.label, template: template, tokens: tokens, limit: limit)
+                return try runOnce(encoder: encoder, label: options.label, template: template, tokens: tokens, limit: limit,
+                                   destination: destination)
             case .comparison:
-                return try EncoderComparisonExecution(run: self).execute(template: template, tokens: tokens, limit: limit)
+                return try EncoderComparisonExecution(run: self).execute(template: template, tokens: tokens, limit: limit,
+                                                                         destination: destination)
             }
         } catch {
             printError("pushbench run: \(error.message)")
@@ -97,8 +101,8 @@ struct RunExecution {
     }
 
     /// The payload template, the tokens and the size limit, or exit 2 naming the file, line and reason.
-    /// A template that can exceed the limit still loads: each request over it is counted PayloadTooLarge
-    /// and not sent (or sent with --send-oversize), as the run's contract says.
+    /// A template whose output can exceed the push type's size limit is refused here, before any
+    /// traffic, unless `--send-oversize` asks to send such payloads (to load-test the gateway's 413).
     func loadInputs() throws(Failure) -> (PayloadTemplate, DeviceTokens, Int) {
         let tokens: DeviceTokens
         switch options.tokens {
@@ -114,34 +118,37 @@ struct RunExecution {
             let template = try PayloadTemplate.forRun(path: options.payloadFile, protocol: options.pushProtocol,
                                                       pushType: options.pushType,
                                                       maxTokenLength: max(64, tokens.maxLength),
-                                                      allowOversize: true)
+                                                      allowOversize: options.sendOversize)
             return (template, tokens, limit)
         } catch {
-            throw Failure(status: 2, message: error.description)
+            let hint = error.reason.contains("-byte limit") ? " (--send-oversize sends such payloads on purpose)" : ""
+            throw Failure(status: 2, message: error.description + hint)
         }
     }
 
     private func runOnce(encoder: EncoderVariant, label: String, template: PayloadTemplate, tokens: DeviceTokens,
-                         limit: Int) throws(Failure) -> Int32 {
+                         limit: Int, destination: ResultsDestination) throws(Failure) -> Int32 {
         let (result, record, gatewayStats) = try measure(encoder: encoder, label: label, template: template, tokens: tokens, limit: limit)
         let folder: URL
-        do {
-            folder = try ResultsWriter.write(record, root: URL(fileURLWithPath: options.outputRoot))
-        } catch {
-            throw Failure(status: 1, message: "cannot write the results: \(error)")
+        do { folder = try destination.write(record) } catch {
+            // Nothing measured is lost: the summary goes to the terminal when no folder can take it.
+            if !options.json { printError(ResultsWriter.summaryJSON(record, runID: label).render()) }
+            throw error
         }
         if options.capture != nil, let g = gatewayStats {
             let file = folder.appendingPathComponent("capture.json")
-            do { try Data((g.fcm.captureJSON + "\n").utf8).write(to: file) } catch {
-                throw Failure(status: 1, message: "cannot write \(file.path): \(error)")
+            do { try ResultsWriter.save(g.fcm.captureJSON + "\n", file) } catch {
+                throw Failure(status: 1, message: "\(error)")
             }
         }
+        // --quiet hides the progress line only; the summary and the folder written are the run's answer.
         if options.json {
             printOut(ResultsWriter.summaryJSON(record, runID: folder.lastPathComponent).render())
-        } else if !options.quiet {
+        } else {
             printSummary(record, result: result, folder: folder)
         }
-        return 0
+        return Self.closing(warnings: Self.warnings(record, result: result), nothingMeasured: Self.measuredNothing(record, result: result),
+                            destination: destination)
     }
 
     /// One measured run, not yet written: the target (the embedded gateway started and stopped around it,
@@ -157,7 +164,8 @@ struct RunExecution {
         try configureTLS(&config, gateway: gateway)
         config.encoder = encoder
 
-        var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds)
+        var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds,
+                                      targetRPS: config.rate)
         let previous = catchInterrupts()
         defer { restoreInterrupts(previous) }
         let result: LoadResult
@@ -176,6 +184,19 @@ struct RunExecution {
 
         return (result, makeRecord(result, config: config, label: label, gatewayStats: gatewayStats), gatewayStats)
     }
+
+    /// Prints what must not be missed (stderr, whatever --quiet and --json say) and picks the exit status:
+    /// 5 when the results went to the fallback folder, else 4 when the run measured nothing, else 0.
+    static func closing(warnings: [String], nothingMeasured: Bool, destination: ResultsDestination) -> Int32 {
+        for w in warnings { printError("pushbench run: WARNING: \(w)") }
+        let (lines, status) = destination.closingMessages()
+        for line in lines { printError("pushbench run: \(line)") }
+        if let status { return status }
+        return nothingMeasured ? Self.measuredNothingStatus : 0
+    }
+
+    /// Exit status of a run that completed but measured no answer at all.
+    static let measuredNothingStatus: Int32 = 4
 }
 
 extension RunOptions {

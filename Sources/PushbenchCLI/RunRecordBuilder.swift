@@ -43,12 +43,14 @@ extension RunExecution {
         getrusage(RUSAGE_SELF.rawValue, &usage)
         record.maxRSSBytes = Int64(usage.ru_maxrss) * 1024
         record.interrupted = r.interrupted
+        // This agent's share of the rate (a schedule's mean rate, split among --segment agents).
+        record.rate = r.rateOutcome(targetRPS: rps.map { Double($0) / Double(max(1, config.segments)) })
 
         let m = r.measured, w = r.warmup
         var d = RunDetails()
         d.warmup = Self.counts(w)
         d.accounting = RunAccounting(consistent: m.check() && w.check(), retries: m.retries + w.retries, notSent: m.notSent,
-                                     oversizeNotSent: m.oversizeNotSent)
+                                     oversizeNotSent: m.oversizeNotSent, notInLatency: Self.notInLatency(m))
         d.backlog = Backlog(max: r.stats.maxBacklog, blocked: r.stats.blocked)
         d.inFlightMax = r.stats.maxInFlight
         let c = r.stats.connections
@@ -134,4 +136,8 @@ extension RunExecution {
     }
 
     static func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+
+    /// Measured requests outside the corrected latency: due but never sent, over the size limit, cut off
+    /// by the transport, unanswered at the end.
+    static func notInLatency(_ m: Tally) -> Int { m.notSent + m.oversizeNotSent + m.transportErrors + m.unfinished }
 }

@@ -97,28 +97,26 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("latest").path))
     }
 
-    @Test func oversizePayloadsAreCountedNotSentUnlessAskedTo() throws {
+    @Test func aTemplateOverTheSizeLimitIsRefusedBeforeAnyTrafficUnlessAskedToSendIt() throws {
+        // `{"aps":{"alert":"x{{pad:5000}}"}}` once ran, sent nothing and exited 0 with "throughput 0.0 rps".
         let dir = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         let template = dir.appendingPathComponent("big.json")
-        let filler = String(repeating: "x", count: 5_000)
-        try Data("{\"aps\":{\"alert\":\"hi\"},\"filler\":\"\(filler)\"}".utf8).write(to: template)
-        func summary(_ extra: [String]) throws -> [String: Any] {
-            let r = try PushbenchBinary.run(["--payload", template.path, "--rps", "200", "--duration", "1s", "--out", dir.path, "--quiet"] + extra)
-            #expect(r.status == 0, "\(r.err)")
-            let data = try Data(contentsOf: dir.appendingPathComponent("latest/summary.json"))
-            return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        }
-        let skipped = try summary([])
-        let req = try #require(skipped["requests"] as? [String: Any])
-        #expect(req["sent"] as? Int == 0)
-        #expect((req["by_reason"] as? [String: Any])?["PayloadTooLarge"] as? Int == 200)
-        #expect((skipped["accounting"] as? [String: Any])?["oversize_not_sent"] as? Int == 200)
-        let sent = try summary(["--send-oversize"])
-        let req2 = try #require(sent["requests"] as? [String: Any])
-        #expect(req2["sent"] as? Int == 200)
-        #expect((req2["by_status"] as? [String: Any])?["413"] as? Int == 200)
-        #expect((req2["by_reason"] as? [String: Any])?["PayloadTooLarge"] as? Int == 200)
+        try Data(#"{"aps":{"alert":"x{{pad:5000}}"}}"#.utf8).write(to: template)
+        let refused = try PushbenchBinary.run(["--payload", template.path, "--rps", "200", "--duration", "1s", "--out", dir.path])
+        #expect(refused.status == 2, "\(refused.out)\(refused.err)")
+        #expect(refused.err.contains("big.json:1:") && refused.err.contains("4096-byte limit") && refused.err.contains("--send-oversize"),
+                "\(refused.err)")
+        #expect(refused.err.split(separator: "\n").count == 1, "one line: \(refused.err)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("latest").path), "no traffic, no run folder")
+        let sent = try PushbenchBinary.run(["--payload", template.path, "--rps", "200", "--duration", "1s", "--out", dir.path,
+                                            "--quiet", "--send-oversize"])
+        #expect(sent.status == 0, "\(sent.err)")
+        let s = try PushbenchBinary.summary(dir)
+        let requests = try #require(s["requests"] as? [String: Any])
+        #expect(requests["sent"] as? Int == 200)
+        #expect((requests["by_status"] as? [String: Any])?["413"] as? Int == 200)
+        #expect((requests["by_reason"] as? [String: Any])?["PayloadTooLarge"] as? Int == 200)
     }
 
     @Test func unreachableTargetExitsThree() throws {

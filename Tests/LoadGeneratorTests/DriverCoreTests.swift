@@ -14,6 +14,25 @@ import PushMetrics
         return (core, port, clock)
     }
 
+    @Test func aClosedLoopSendsNothingBeforeT0SoNoWarmUpIsCountedWithoutOne() {
+        // The threads learn t0 ahead of it. Without a warm-up, the first batch must not go out early and
+        // be counted as one: `--rps max --warmup 0s` warms up nothing, `--requests N` sends exactly N.
+        let (core, port, clock) = make(rate: nil, streams: 8, requests: 20)
+        core.begin(at: clock.time + 2_000_000)
+        #expect(core.pump() == nil)
+        #expect(port.started.isEmpty)
+        clock.advance(2_000_000)
+        core.pump()
+        while core.tick() != .finish {
+            while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+            core.pump()
+            clock.advance(100_000)
+        }
+        core.finish()
+        #expect(core.recorder.warmup.sent == 0)
+        #expect(core.recorder.measured.sent == 20 && core.recorder.measured.completed == 20)
+    }
+
     @Test func sendsOnScheduleAndArmsTheNextIntendedTime() {
         let (core, port, clock) = make(rate: 1_000, streams: 10)
         let t0 = clock.time

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+/// A target that dies in the middle of a run, and a gateway told where to listen the way people write it.
+@Suite(.serialized) struct DyingTargetTests {
+    var binary: String? {
+        for dir in [".build/debug", ".build/release"] {
+            let path = packageRoot.appendingPathComponent(dir).appendingPathComponent("pushbench").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    /// Waits for `pattern` in the child's standard output; returns the match.
+    func waitFor(_ child: Child, _ pattern: String, timeout: Double = 30) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let seen = child.peekStdout()
+            if let r = seen.range(of: pattern, options: .regularExpression) { return String(seen[r]) }
+            usleep(20_000)
+        }
+        return nil
+    }
+
+    @Test func aTargetThatDiesMidRunLooksDeadInTheSummary() throws {
+        let bin = try #require(binary, "build pushbench first (swift build --build-tests)")
+        let gateway = try startProcess(bin, ["gateway", "--listen", "127.0.0.1:0"])
+        let address = try #require(waitFor(gateway, #"127\.0\.0\.1:\d+"#), "no listening line: \(gateway.peekStdout())")
+        let out = NSTemporaryDirectory() + "pushbench-dying-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let run = try startProcess(bin, ["--target", "http://\(address)", "--rps", "200", "--duration", "4s", "--warmup", "0s",
+                                         "--out", out])
+        // The target dies once the run has shown its first second.
+        _ = waitFor(run, #"1\.0s  sent"#)
+        kill(gateway.process.processIdentifier, SIGKILL)
+        _ = gateway.finish(timeout: 10)
+        let r = run.finish(timeout: 60)
+        #expect(r.status == 0, "it completed, with what it measured: \(r.stdout)\(r.stderr)")
+        #expect(r.stdout.range(of: #"connections opened \d+  lost [1-9]"#, options: .regularExpression) != nil, "\(r.stdout)")
+        #expect(r.stdout.range(of: #"connect failures [1-9]"#, options: .regularExpression) != nil, "\(r.stdout)")
+        #expect(r.stdout.contains("due but never sent"), "\(r.stdout)")
+        #expect(r.stdout.contains("not in these figures: "), "\(r.stdout)")
+        #expect(r.stderr.contains("WARNING: the rate was not kept") && r.stderr.contains("the target did not keep up"), "\(r.stderr)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: out + "/latest/summary.json"))
+        let s = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let throughput = try #require(s["throughput"] as? [String: Any])
+        #expect(throughput["rate_kept"] as? Bool == false && throughput["rate_shortfall"] as? String == "target")
+        let accounting = try #require(s["accounting"] as? [String: Any])
+        #expect((accounting["not_sent"] as? Int ?? 0) > 0 && (accounting["not_in_latency"] as? Int ?? 0) > 0)
+    }
+
+    @Test func theGatewayListensOnAHostNameAndABarePort() throws {
+        let bin = try #require(binary, "build pushbench first (swift build --build-tests)")
+        let named = try startProcess(bin, ["gateway", "--listen", "localhost:0"])
+        let address = waitFor(named, #"listening on 127\.0\.0\.1:\d+"#)
+        #expect(address != nil, "\(named.peekStdout())")
+        // The same port again: in use, a bad --listen, exit 2 in one line.
+        if let port = address?.split(separator: ":").last {
+            let busy = try runProcess(bin, ["gateway", "--listen", ":\(port)"], timeout: 30)
+            #expect(busy.status == 2, "\(busy.stderr)")
+            #expect(busy.stderr.hasPrefix("pushbench gateway: --listen: cannot listen 127.0.0.1:\(port): "), "\(busy.stderr)")
+        }
+        kill(named.process.processIdentifier, SIGTERM)
+        _ = named.finish(timeout: 30)
+        let unknown = try runProcess(bin, ["gateway", "--listen", "no-such-host.invalid:0"], timeout: 60)
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.hasPrefix("pushbench gateway: --listen: 'no-such-host.invalid:0': cannot resolve 'no-such-host.invalid'"),
+                "\(unknown.stderr)")
+    }
+}
