@@ -18,7 +18,8 @@ public struct MergeCommand: PushbenchCommand {
 
     Merges run folders of several agents into the run folder DIR, exactly: histograms are added
     interval by interval (from latency.hlog and service_time.hlog), counts are summed, and
-    throughput is computed over the union of the runs' measured time.
+    throughput is computed over the union of the runs' measured time. Runs that did not overlap in
+    time are merged all the same, with a warning on stderr naming the gap; the charts leave it empty.
     """
 
     public static var options: OptionTable<MergeOptions> {
@@ -47,7 +48,8 @@ public struct MergeCommand: PushbenchCommand {
 
     public func run() -> Int32 {
         do {
-            let folder = try RunMerger.mergeFolders(runs, out: URL(fileURLWithPath: out), label: label)
+            let (folder, gaps) = try RunMerger.mergeFoldersReportingGaps(runs, out: URL(fileURLWithPath: out), label: label)
+            if let warning = RunMerger.gapWarning(gaps) { printError("pushbench merge: warning: \(warning)") }
             printOut(folder.path)
             return 0
         } catch {

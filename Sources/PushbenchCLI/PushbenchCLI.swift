@@ -61,7 +61,14 @@ public enum PushbenchMain {
         for command in commands {
             text += "  " + command.name.padding(toLength: 10, withPad: " ", startingAt: 0) + command.abstract + "\n"
         }
-        text += "\nSee 'pushbench <subcommand> --help' for the options of each."
+        text += """
+
+        OPTIONS:
+          --version   print the version and exit
+          -h, --help  show this help
+
+        See 'pushbench <subcommand> --help' for the options of each.
+        """
         return text
     }
 

@@ -19,7 +19,9 @@ public struct ReportCommand: PushbenchCommand {
 
     RUN is a run folder: report.svg and report.html are redrawn from its summary.json, latency.hlog,
     service_time.hlog and timeline.csv. With --history, DIR/history.csv (DIR defaults to ./results)
-    is drawn as DIR/history.svg: achieved rps and p50/p99/p99.9 per run.
+    is drawn as DIR/history.svg: achieved rps and p50/p99/p99.9 per run, one series per comparable
+    configuration (encoder, rate, protocol, target), runs labelled by label and date, latency on a
+    log axis.
     """
 
     public static var options: OptionTable<ReportOptions> {
