@@ -15,16 +15,25 @@ enum PythonHdrh {
     /// The first python3 that can import hdrh.
     static let python: String? = candidates.first { (try? run("import hdrh.histogram, hdrh.log", with: $0))?.status == 0 }
 
-    /// Why the interop tests cannot run, or nil when they can.
+    /// Why the interop tests cannot run, or nil when they can. A missing peer fails them (scripts/setup
+    /// installs it), never skips them.
     static let unavailableReason: String? = {
-        if candidates.isEmpty { return "skipped: no python3 on PATH" }
+        if candidates.isEmpty { return "no python3 on PATH (scripts/setup installs it)" }
         if python == nil {
-            return "skipped: none of \(candidates.joined(separator: ", ")) can import the hdrhistogram package (pip install hdrhistogram)"
+            return "none of \(candidates.joined(separator: ", ")) can import the hdrhistogram package (scripts/setup, or pip install hdrhistogram)"
         }
         return nil
     }()
 
-    static var available: Bool { unavailableReason == nil }
+    /// Records the missing peer as a failure and stops the test.
+    static func require() throws {
+        if let reason = unavailableReason {
+            Issue.record(Comment(rawValue: reason))
+            throw MissingPeer(reason: reason)
+        }
+    }
+
+    struct MissingPeer: Error { var reason: String }
 
     static func run(_ script: String, arguments: [String] = [], with interpreter: String? = nil) throws -> (status: Int32, out: String, err: String) {
         let p = Process()
@@ -41,8 +50,7 @@ enum PythonHdrh {
     }
 }
 
-@Suite(.enabled(if: PythonHdrh.available, Comment(rawValue: PythonHdrh.unavailableReason ?? "")))
-struct PythonInteropTests {
+@Suite struct PythonInteropTests {
     static let percentiles: [Double] = [0, 1, 10, 50, 90, 99, 99.9, 99.99, 100]
 
     func tempDir() throws -> URL {
@@ -52,6 +60,7 @@ struct PythonInteropTests {
     }
 
     @Test func pythonDecodesOurIntervalLogAndAgrees() throws {
+        try PythonHdrh.require()
         var log = IntervalLog(startTime: 1_764_441_319.474)
         var expected: [HdrHistogram] = []
         for (k, (_, values)) in Distributions.all().enumerated() {
@@ -103,6 +112,7 @@ struct PythonInteropTests {
     }
 
     @Test func weDecodePythonsEncodingAndAgree() throws {
+        try PythonHdrh.require()
         let script = """
         import sys, json, random
         from hdrh.histogram import HdrHistogram
@@ -140,6 +150,7 @@ struct PythonInteropTests {
     }
 
     @Test func pythonReadsARunFoldersLogsWithTheSameTotals() throws {
+        try PythonHdrh.require()
         let dir = try tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         let record = Fixtures.sampleRecord()
@@ -173,6 +184,7 @@ struct PythonInteropTests {
     /// The .hgrm body and footer, recomputed in Python over the Python package's own histogram with
     /// a transcription of Java's `PercentileIterator` and `outputPercentileDistribution` formats.
     @Test func hgrmMatchesJavasAlgorithmOverPythonsHistogram() throws {
+        try PythonHdrh.require()
         let script = """
         import sys, math, io
         from hdrh.histogram import HdrHistogram
