@@ -3,13 +3,7 @@ import Testing
 
 /// A target that dies in the middle of a run, and a gateway told where to listen the way people write it.
 @Suite(.serialized) struct DyingTargetTests {
-    var binary: String? {
-        for dir in [".build/debug", ".build/release"] {
-            let path = packageRoot.appendingPathComponent(dir).appendingPathComponent("pushbench").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    var binary: String? { pushbenchBinary }
 
     /// Waits for `pattern` in the child's standard output; returns the match.
     func waitFor(_ child: Child, _ pattern: String, timeout: Double = 30) -> String? {

@@ -3,13 +3,7 @@ import Testing
 
 /// `pushbench gateway` as a user runs it: the built binary (from `swift build --build-tests`).
 @Suite(.serialized) struct GatewayCommandTests {
-    var binary: String? {
-        for dir in [".build/debug", ".build/release"] {
-            let path = packageRoot.appendingPathComponent(dir).appendingPathComponent("pushbench").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    var binary: String? { pushbenchBinary }
 
     @Test(arguments: [
         (["--threads", "0"], "pushbench gateway: --threads: 0 is out of range (1...64) (see 'pushbench gateway --help')"),

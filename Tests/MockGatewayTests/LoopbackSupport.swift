@@ -86,6 +86,15 @@ func startProcess(_ executable: String, _ arguments: [String]) throws -> Child {
     return c
 }
 
+/// The built `pushbench` (from `swift build --build-tests`), debug first.
+var pushbenchBinary: String? {
+    for dir in [".build/debug", ".build/release"] {
+        let path = packageRoot.appendingPathComponent(dir).appendingPathComponent("pushbench").path
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+}
+
 /// Finds a program on PATH.
 func which(_ name: String) -> String? {
     for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
