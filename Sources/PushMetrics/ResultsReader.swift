@@ -1,5 +1,8 @@
 import Foundation
 import PushVocabulary
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A run read back from disk: its summary.json and, when the folder has them, the interval
 /// histograms and timeline, reassembled into a ``RunRecord``.
@@ -101,11 +104,17 @@ public struct LoadedRun {
     }
 
     static func readText(_ url: URL) throws -> String {
-        let bytes: [UInt8]
-        do throws(InputFileError) { bytes = try InputFile.bytes(url.path) } catch {
-            throw ResultsError("\(url.path): cannot read: \(error.reason)")
+        // open(2) first, for the reason in words when it fails (Foundation's is "could not be completed").
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ResultsError("\(url.path): cannot read: \(ResultsWriter.reason(errno))") }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var info = stat()
+        if fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+            throw ResultsError("\(url.path): is a folder, not a file")
         }
-        guard let s = String(validating: bytes, as: UTF8.self) else { throw ResultsError("\(url.path): not UTF-8 text") }
+        guard let s = String(data: handle.readDataToEndOfFile(), encoding: .utf8) else {
+            throw ResultsError("\(url.path): not UTF-8 text")
+        }
         return s
     }
 

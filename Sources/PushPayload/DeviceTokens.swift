@@ -1,4 +1,3 @@
-import PushVocabulary
 // Device tokens (APNs: lowercase hex; FCM: registration tokens as written) kept in one block, ready to be written into a `:path`
 // (`/3/device/<token>`) or a `{{token}}` with no per-request allocation.
 
