@@ -19,7 +19,6 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
     private let encoder: any PayloadEncoder
     private let inPlace: Bool
     private let clientConfig: HTTP2ClientConfiguration
-    private var rng: PushRandom
 
     private(set) var active: [HTTP2ClientConnection] = []
     private var retired: [HTTP2ClientConnection] = []
@@ -73,7 +72,6 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
         clientConfig = cc
         encoder = config.encoderFactory?(config.encoder, config.template) ?? makePayloadEncoder(config.encoder, template: config.template)
         inPlace = config.encoder.writesInPlace
-        rng = PushRandom(seed: config.seed &+ UInt64(thread) &* 0x9E37_79B9_7F4A_7C15)
         pruned = TokenSet(capacity: config.pruneGoneTokens ? config.tokens.count : 0)
         slotToken = .allocate(capacity: config.connections * config.streams)
         slotToken.initialize(repeating: 0, count: config.connections * config.streams)
@@ -156,7 +154,7 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
             tokenIndex = pruned.nextAbsent(from: tokenIndex)
         }
         slotToken[Int(slot)] = Int32(truncatingIfNeeded: tokenIndex)
-        let ctx = RequestContext(seq: UInt64(sequence), token: config.tokens.token(tokenIndex), messageID: rng.uuid(),
+        let ctx = RequestContext(seq: UInt64(sequence), token: config.tokens.token(tokenIndex), messageID: PushRandom.uuid(seed: config.seed, index: UInt64(bitPattern: sequence)),
                                  badge: Int64(sequence % 99) + 1)
         let length = config.template.encodedLength(ctx)
         if length > clientConfig.slotBodyCapacity || (!config.sendOversize && length > config.payloadLimit) {

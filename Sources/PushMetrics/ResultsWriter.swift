@@ -168,10 +168,11 @@ public enum ResultsWriter {
 
     static func intervalLog(_ merged: [TimelineInterval], start: Double, measured: Double,
                             _ key: KeyPath<TimelineInterval, EncodedHistogram>) -> IntervalLog {
-        IntervalLog(startTime: start, baseTime: start, intervals: merged.map { i in
+        // Absolute timestamps (BaseTime 0): the logs of agents that shared one t0 line up as they are.
+        IntervalLog(startTime: start, baseTime: 0, intervals: merged.map { i in
             let remaining = measured - Double(i.second)
             let length = measured > 0 && remaining > 0 && remaining < 1 ? remaining : 1
-            return IntervalLog.Interval(startOffset: Double(i.second), length: length, histogram: i[keyPath: key])
+            return IntervalLog.Interval(startOffset: start + Double(i.second), length: length, histogram: i[keyPath: key])
         })
     }
 

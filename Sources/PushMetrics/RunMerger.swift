@@ -5,8 +5,9 @@ import Foundation
 /// each run on wall-clock seconds, counts are summed, and throughput is computed over the union of
 /// the runs' measured time spans.
 public enum RunMerger {
-    /// Merges `runs` (each loaded from a run folder) into one record labelled `label`.
-    public static func merge(_ runs: [LoadedRun], label: String = "merged") throws -> RunRecord {
+    /// Merges `runs` (each loaded from a run folder) into one record labelled `label`. `segments`: the
+    /// runs are agents of one run (``SegmentCheck``), so their rate is the run's, not a sum.
+    public static func merge(_ runs: [LoadedRun], label: String = "merged", segments: SegmentCheck? = nil) throws -> RunRecord {
         guard let first = runs.first else { throw ResultsError("merge: no runs given") }
         let starts = runs.map { $0.record.startedAt.timeIntervalSince1970 }
         let t0 = starts.min()!
@@ -57,6 +58,15 @@ public enum RunMerger {
         if Set(configs.map(\.streams)).count > 1 { r.config.streams = configs.map(\.streams).max() ?? 0 }
         r.config.extra = [("agents", .int(Int64(runs.count)))]
         r.extra = [("merged_from", .array(agents))]
+        if let segments {
+            // Every agent was given the whole run's rate (and schedule) and sent its share of it.
+            if Set(configs.map(\.rps)).count == 1 { r.config.rps = configs[0].rps }
+            for key in ["schedule", "warmup_s", "requests", "tokens", "payload"] {
+                if let v = first.record.config.extra.first(where: { $0.0 == key }) { r.config.extra.append(v) }
+            }
+            r.extra.append(("segments", segments.json))
+            if let start = first.summary["start"] { r.extra.append(("start", start)) }
+        }
         return r
     }
 
@@ -128,18 +138,51 @@ public enum RunMerger {
     /// ``mergeFolders(_:out:label:)``, also returning the gaps in time between the runs (``gaps(_:tolerance:)``),
     /// so the caller can warn about runs that did not overlap.
     public static func mergeFoldersReportingGaps(_ paths: [String], out: URL, label: String = "merged") throws -> (folder: URL, gaps: [Gap]) {
+        let m = try mergeAgents(paths, out: out, label: label)
+        return (m.folder, m.gaps)
+    }
+
+    /// What a merge wrote and what the caller should warn about.
+    public struct Outcome {
+        /// The merged run folder.
+        public var folder: URL
+        /// Stretches of time no run measured.
+        public var gaps: [Gap]
+        /// The agents' segments, when they ran segments of one run (`--segment`).
+        public var segments: SegmentCheck?
+    }
+
+    /// ``mergeFolders(_:out:label:)`` with the checks of agents that ran segments of one run: unless
+    /// `allowPartial`, a missing, repeated or overlapping segment, or agents that differ in rate, schedule,
+    /// payload or t0, is an error naming them (nothing is written).
+    public static func mergeAgents(_ paths: [String], out: URL, label: String = "merged", allowPartial: Bool = false) throws -> Outcome {
         let fm = FileManager.default
         if fm.fileExists(atPath: out.path), let items = try? fm.contentsOfDirectory(atPath: out.path), !items.isEmpty {
             throw ResultsError("\(out.path): already exists and is not empty (refusing to overwrite a run)")
         }
-        let runs = try paths.map { try LoadedRun.load($0, requireIntervals: true) }
-        var seen: [String: String] = [:]
-        for (p, run) in zip(paths, runs) {
-            if let other = seen[run.runID] { throw ResultsError("\(p): same run (\(run.runID)) as \(other); each run may be merged once") }
-            seen[run.runID] = p
+        var seenPaths: [String: String] = [:]
+        for p in paths {
+            let key = URL(fileURLWithPath: p).standardizedFileURL.resolvingSymlinksInPath().path
+            if let other = seenPaths[key] { throw ResultsError("\(p): same folder as \(other); each run may be merged once") }
+            seenPaths[key] = p
         }
-        let record = try merge(runs, label: label)
+        let runs = try paths.map { try LoadedRun.load($0, requireIntervals: true) }
+        let segments = try SegmentCheck(runs, names: paths)
+        if let segments {
+            let problems = segments.problems
+            if !problems.isEmpty && !allowPartial {
+                throw ResultsError("the agents do not make one run: " + problems.joined(separator: "; ") + " (--allow-partial merges them anyway)")
+            }
+        } else {
+            // Agents of one run share a run id (one t0, one label); plain runs with the same id are one run twice.
+            var seen: [String: String] = [:]
+            for (p, run) in zip(paths, runs) {
+                if let other = seen[run.runID] { throw ResultsError("\(p): same run (\(run.runID)) as \(other); each run may be merged once") }
+                seen[run.runID] = p
+            }
+        }
+        let record = try merge(runs, label: label, segments: segments)
         try ResultsWriter.writeFolder(record, runID: ResultsWriter.runID(startedAt: record.startedAt, label: label), to: out)
-        return (out, gaps(runs))
+        return Outcome(folder: out, gaps: gaps(runs), segments: segments)
     }
 }

@@ -133,4 +133,12 @@ public struct PushRandom: RandomNumberGenerator, Sendable {
     @inline(__always) public mutating func uuid() -> PushUUID {
         PushUUID(random: next(), next())
     }
+
+    /// The version-4 UUID of request `index` under `seed`: a function of the two alone, so whichever
+    /// driver thread or agent sends request `index` of a run gives it the same id as a single process
+    /// would. Its two halves are SplitMix64 outputs of states no other index reaches.
+    @inline(__always) public static func uuid(seed: UInt64, index: UInt64) -> PushUUID {
+        var x = seed &+ (index &* 2) &* 0x9E37_79B9_7F4A_7C15
+        return PushUUID(random: splitMix(&x), splitMix(&x))
+    }
 }

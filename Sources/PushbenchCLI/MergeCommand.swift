@@ -7,6 +7,8 @@ public struct MergeOptions: Equatable, Sendable {
     public var out: String?
     /// `--label`.
     public var label = "merged"
+    /// `--allow-partial`: merge agents whose segments do not make one whole run.
+    public var allowPartial = false
 }
 
 /// `pushbench merge`: merge runs of several agents into one run folder.
@@ -20,6 +22,8 @@ public struct MergeCommand: PushbenchCommand {
     interval by interval (from latency.hlog and service_time.hlog), counts are summed, and
     throughput is computed over the union of the runs' measured time. Runs that did not overlap in
     time are merged all the same, with a warning on stderr naming the gap; the charts leave it empty.
+    Agents that ran segments of one run (--segment I/N) must cover every segment once, with the same
+    rate, schedule, payload and t0; anything else is refused naming the agents, unless --allow-partial.
     """
 
     public static var options: OptionTable<MergeOptions> {
@@ -29,12 +33,15 @@ public struct MergeCommand: PushbenchCommand {
                 guard !text.isEmpty else { throw UsageError("\(name): must not be empty") }
                 return text
             },
+            .flag("--allow-partial", \.allowPartial,
+                  help: "merge agents' segments even when some are missing, repeated, overlapping or of different runs (summary.json segments says what is wrong)"),
         ])
     }
 
     let runs: [String]
     let out: String
     let label: String
+    let allowPartial: Bool
 
     public init(arguments a: ParsedArguments) throws(UsageError) {
         guard !a.positionals.isEmpty else { throw UsageError("missing RUN (one or more run folders)") }
@@ -44,13 +51,17 @@ public struct MergeCommand: PushbenchCommand {
         runs = a.positionals
         self.out = out
         label = o.label
+        allowPartial = o.allowPartial
     }
 
     public func run() -> Int32 {
         do {
-            let (folder, gaps) = try RunMerger.mergeFoldersReportingGaps(runs, out: URL(fileURLWithPath: out), label: label)
-            if let warning = RunMerger.gapWarning(gaps) { printError("pushbench merge: warning: \(warning)") }
-            printOut(folder.path)
+            let m = try RunMerger.mergeAgents(runs, out: URL(fileURLWithPath: out), label: label, allowPartial: allowPartial)
+            if let problems = m.segments?.problems, !problems.isEmpty {
+                printError("pushbench merge: warning: merged anyway (--allow-partial): " + problems.joined(separator: "; "))
+            }
+            if let warning = RunMerger.gapWarning(m.gaps) { printError("pushbench merge: warning: \(warning)") }
+            printOut(m.folder.path)
             return 0
         } catch {
             printError("pushbench merge: \(error)")
