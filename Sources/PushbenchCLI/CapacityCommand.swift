@@ -140,7 +140,7 @@ public struct CapacityCommand: PushbenchCommand {
             args.append(name)
             if let value { args.append(value) }
         }
-        args += ["--rps", String(o.min), "--duration", String(o.stepSeconds)]
+        args += ["--rps", String(o.min), "--duration", "\(o.stepSeconds)s"]
         let step = try RunCommand(arguments: ParsedArguments(args, options: RunCommand.options))
         if step.options.segment != nil {
             throw UsageError("--segment: agents of one capacity search share --start-at (their steps follow it) and --out (where they meet); not yet")

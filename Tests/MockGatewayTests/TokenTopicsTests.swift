@@ -110,7 +110,7 @@ func temporaryFile(_ name: String, _ text: String) throws -> (path: String, remo
             #expect(e?.message.hasPrefix("--token-topics: \(file.path)\(message)") == true, "\(String(describing: e?.message))")
         }
         let e = #expect(throws: GatewayConfigurationError.self) { try GatewayConfiguration.parse(["--token-topics", "/nonexistent/t.txt"]) }
-        #expect(e?.message == "--token-topics: /nonexistent/t.txt: cannot read the file")
+        #expect(e?.message == "--token-topics: /nonexistent/t.txt: no such file")
         for (list, message) in [("a,,b", "has an empty topic"), ("a b", "'a b' is not a topic")] {
             let e = #expect(throws: GatewayConfigurationError.self) { try GatewayConfiguration.parse(["--disallowed-topics", list]) }
             #expect(e?.message.contains(message) == true, "\(String(describing: e?.message))")
