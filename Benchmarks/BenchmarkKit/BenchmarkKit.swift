@@ -1,4 +1,4 @@
-// BenchmarkKit: a tiny in-house harness (design.md "Layout"): calibrate, warm up, time a few
+// BenchmarkKit: a tiny in-house harness (docs/architecture.md): calibrate, warm up, time a few
 // rounds with the monotonic clock, count allocations with CAllocCounter, and check committed
 // allocation budgets. Times are reported; allocations gate.
 
@@ -46,7 +46,7 @@ public struct BenchmarkResult: Sendable {
     public var nsPerOpMin: Double
     /// Median over the rounds of the wall-clock time per operation, in ns.
     public var wallNsPerOp: Double
-    /// Allocations per operation (the lowest round: style.md §3).
+    /// Allocations per operation (the lowest round).
     public var allocsPerOp: Double
     /// Bytes allocated per operation (same round as `allocsPerOp`).
     public var allocatedBytesPerOp: Double

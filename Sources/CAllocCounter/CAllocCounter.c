@@ -1,6 +1,6 @@
 // malloc interposer: forwards to glibc's exported __libc_* entry points (no dlsym bootstrap, no
 // recursive-malloc trap) and counts per thread in initial-exec TLS, so reading a counter never
-// allocates and parallel tests do not disturb each other (style.md §3).
+// allocates and parallel tests do not disturb each other (docs/architecture.md "The hot path").
 #define _GNU_SOURCE
 #include "CAllocCounter.h"
 #include <errno.h>

@@ -27,7 +27,7 @@ static inline uv_handle_t *pb_prepare_as_handle(uv_prepare_t *p) { return (uv_ha
 static inline int pb_set_thread_name(const char *name) { return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 static inline int pb_get_thread_name(char out[16]) { return prctl(PR_GET_NAME, (unsigned long)out, 0, 0, 0); }
 
-// Swift's Glibc module does not export mallinfo2 (style.md §3); heap bytes in use for leak checks.
+// Swift's Glibc module does not export mallinfo2; heap bytes in use for leak checks.
 static inline size_t pb_heap_in_use(void) { struct mallinfo2 m = mallinfo2(); return m.uordblks + m.hblkhd; }
 
 // One block per TCP connection: the handle and its requests share a lifetime, so libuv's

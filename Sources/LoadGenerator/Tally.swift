@@ -29,7 +29,7 @@ public enum TransportErrorCause: Int, Sendable, CaseIterable {
 /// Counts of one phase (warm-up or measured) of one driver thread. Plain integers in preallocated
 /// arrays: updating them never allocates. Merged across threads at the end.
 ///
-/// Invariant (design.md "Results"): `sent == completed + transportErrors + unfinished` and
+/// Invariant (docs/results.md, "Accounting" in docs/loadgen.md): `sent == completed + transportErrors + unfinished` and
 /// `completed == succeeded + failed`; ``check()`` verifies it.
 public struct Tally: Sendable, Equatable {
     /// Requests handed to a stream (a retried request counts once).

@@ -1,4 +1,4 @@
-// The three payload encoder variants behind one protocol (design.md "Hot path rules"):
+// The three payload encoder variants behind one protocol (docs/architecture.md):
 //   foundation: resolve the template into Codable values and run JSONEncoder, as a typical provider does;
 //   copy:       a hand-written tree walker that escapes into a reusable scratch buffer, then one memcpy;
 //   zerocopy:   the compiled template written once, straight into the caller's slot.

@@ -1,4 +1,4 @@
-// The notification model of push-protocols.md §2 (the `aps` dictionary and custom keys) and §1.3
+// The notification model of docs/protocols.md, "The payload" (the `aps` dictionary and custom keys) and "Request"
 // (APNs request headers). A notification renders to template JSON, so the model, the template
 // files and the three encoders share one path.
 
@@ -30,7 +30,7 @@ public struct APNsHeaders: Sendable, Equatable {
         self.apnsID = apnsID
     }
 
-    /// Problems APNs would reject (in push-protocols.md's reason names), empty when none.
+    /// Problems APNs would reject (in APNs' reason names, docs/protocols.md), empty when none.
     public func problems() -> [String] {
         var out: [String] = []
         if let p = priority, ![1, 5, 10].contains(p) { out.append("BadPriority: apns-priority must be 10, 5 or 1, not \(p)") }
@@ -49,7 +49,7 @@ public struct APNsHeaders: Sendable, Equatable {
     }
 }
 
-/// The `alert` dictionary (push-protocols.md §2.2).
+/// The `alert` dictionary (docs/protocols.md "The payload").
 public struct Alert: Sendable, Equatable {
     /// `title`.
     public var title: String?
@@ -115,7 +115,7 @@ public enum InterruptionLevel: String, Sendable {
     case passive, active, timeSensitive = "time-sensitive", critical
 }
 
-/// The `aps` dictionary (push-protocols.md §2.1).
+/// The `aps` dictionary (docs/protocols.md "The payload").
 public struct APS: Sendable, Equatable {
     /// `alert`.
     public var alert: AlertContent?

@@ -21,7 +21,7 @@ import Testing
                 + (requests["unfinished"] as? Int ?? 0))
         #expect((summary?["reconciliation"] as? [String: Any])?["consistent"] as? Bool == true)
         #expect((summary?["interrupted"] as? Bool) == false)
-        // The default warm-up (design.md: 2 s) is sent first and kept out of `requests` and the timeline.
+        // The default warm-up (2 s) is sent first and kept out of `requests` and the timeline.
         #expect((summary?["config"] as? [String: Any])?["warmup_s"] as? Double == 2)
         #expect(PushbenchBinary.int(summary, "warmup", "sent") == 4000)
         // The host's share of the noise, beside the percentiles.

@@ -62,7 +62,7 @@ enum PushbenchBinary {
         return measured.merging(warmup, uniquingKeysWith: +)
     }
 
-    /// The accounting invariant of design.md on a summary's `requests` block.
+    /// The accounting invariant (docs/results.md) on a summary's `requests` block.
     static func accountingHolds(_ s: [String: Any]) -> Bool {
         let r = s["requests"] as? [String: Any] ?? [:]
         let byStatus = (r["by_status"] as? [String: Int] ?? [:]).values.reduce(0, +)

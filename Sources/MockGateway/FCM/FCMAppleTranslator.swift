@@ -2,7 +2,7 @@ import PushPayload
 import PushVocabulary
 
 /// Turns an FCM message into the APNs request FCM would send for an Apple target
-/// (push-protocols.md §3.5) and checks it with APNs' rules (``GatewayStateMachine/validateAPNs``):
+/// (docs/protocols.md "How FCM builds the APNs push") and checks it with APNs' rules (``GatewayStateMachine/validateAPNs``):
 ///
 /// - the payload: `aps` from the notification, `apns.payload.aps` and the legacy keys, then the
 ///   custom keys of `apns.payload`, then `data` (`apns.payload` wins a clash), then FCM's own keys;
@@ -271,7 +271,7 @@ enum ApsName {
     }
 }
 
-/// Legacy-API keys seen in `notification` (push-protocols.md §3.5) and where they go in `aps`.
+/// Legacy-API keys seen in `notification` (docs/protocols.md) and where they go in `aps`.
 enum LegacyKey {
     /// The `aps` name of legacy key `raw`, and whether it goes inside `aps.alert`; nil for other keys.
     static func named(_ raw: UnsafeRawBufferPointer) -> (apsName: ApsName, inAlert: Bool)? {

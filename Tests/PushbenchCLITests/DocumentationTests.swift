@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+
+/// The documentation stands alone: every link in README.md, docs/ and examples/ points at a file (and
+/// heading) of this repository, and every page a doc, a source comment or a script names exists here.
+@Suite struct DocumentationTests {
+    static let repository = ArchitectureTests.repository
+
+    /// README.md, examples/README.md and every docs/*.md, as paths relative to the repository.
+    static func pages() throws -> [String] {
+        let docs = try FileManager.default.contentsOfDirectory(atPath: repository.appendingPathComponent("docs").path)
+            .filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        return ["README.md", "examples/README.md"] + docs
+    }
+
+    static func text(_ path: String) throws -> String {
+        try String(contentsOf: repository.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// The `target` of every `[text](target)` in `markdown`, outside code blocks and code spans.
+    static func links(in markdown: String) -> [String] {
+        var found: [String] = []
+        var fenced = false
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```") { fenced.toggle(); continue }
+            if fenced || line.hasPrefix("    ") { continue }
+            // Code spans may hold `](` by chance; drop them first.
+            let plain = line.split(separator: "`", omittingEmptySubsequences: false).enumerated()
+                .filter { $0.offset % 2 == 0 }.map(\.element).joined(separator: " ")
+            var rest = Substring(plain)
+            while let open = rest.range(of: "](") {
+                let after = rest[open.upperBound...]
+                guard let close = after.firstIndex(of: ")") else { break }
+                found.append(String(after[..<close]))
+                rest = after[close...]
+            }
+        }
+        return found
+    }
+
+    /// GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens.
+    static func anchor(_ heading: String) -> String {
+        String(heading.lowercased().compactMap { c -> Character? in
+            if c == " " { return "-" }
+            if c.isLetter || c.isNumber || c == "-" || c == "_" { return c }
+            return nil
+        })
+    }
+
+    static func anchors(of page: String) throws -> Set<String> {
+        var set = Set<String>()
+        var fenced = false
+        for line in try text(page).split(separator: "\n") {
+            if line.hasPrefix("```") { fenced.toggle(); continue }
+            guard !fenced, line.hasPrefix("#") else { continue }
+            set.insert(anchor(String(line.drop(while: { $0 == "#" }).drop(while: { $0 == " " }))))
+        }
+        return set
+    }
+
+    @Test func everyLinkResolvesInsideTheRepository() throws {
+        var problems: [String] = []
+        for page in try Self.pages() {
+            let folder = (page as NSString).deletingLastPathComponent
+            for link in Self.links(in: try Self.text(page)) {
+                if link.contains("://") || link.hasPrefix("mailto:") || link.hasPrefix("//") {
+                    problems.append("\(page): \(link) points outside the repository")
+                    continue
+                }
+                let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                let file = parts[0].isEmpty ? page : ((folder as NSString).appendingPathComponent(parts[0]) as NSString).standardizingPath
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: Self.repository.appendingPathComponent(file).path, isDirectory: &isDirectory) else {
+                    problems.append("\(page): \(link): no file \(file)")
+                    continue
+                }
+                if parts.count == 2, !isDirectory.boolValue, file.hasSuffix(".md"), !(try Self.anchors(of: file)).contains(parts[1]) {
+                    problems.append("\(page): \(link): no heading #\(parts[1]) in \(file)")
+                }
+            }
+        }
+        #expect(problems == [])
+    }
+
+    /// Every `NAME.md` a page, a source comment or a script mentions is a file of this repository: the
+    /// docs do not lean on pages that live elsewhere.
+    @Test func everyNamedPageExists() throws {
+        var files = try Self.pages()
+        for folder in ["Sources", "Tests", "Benchmarks", "scripts"] {
+            let base = Self.repository.appendingPathComponent(folder)
+            guard let walk = FileManager.default.enumerator(atPath: base.path) else { continue }
+            // This file names missing pages on purpose, in its own test of pageNames.
+            for case let file as String in walk where !file.contains("Fixtures/") && !file.hasSuffix("DocumentationTests.swift")
+                && ["swift", "c", "h", "py", ""].contains((file as NSString).pathExtension) {
+                files.append(folder + "/" + file)
+            }
+        }
+        let known = Set(try Self.pages().map { ($0 as NSString).lastPathComponent })
+        // Files a run or a script writes, named in the docs as outputs rather than pages.
+        let outputs: Set<String> = ["comparison.md", "capacity.md", "nightly.md"]
+        var problems: [String] = []
+        for file in files {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: Self.repository.appendingPathComponent(file).path, isDirectory: &isDirectory),
+                  !isDirectory.boolValue, let text = try? Self.text(file) else { continue }
+            for word in Self.pageNames(in: text) {
+                let besideIt = ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent(word)
+                let exists = word.contains("/")
+                    ? [word, besideIt].contains { FileManager.default.fileExists(atPath: Self.repository.appendingPathComponent($0).path) }
+                    : known.contains(word) || outputs.contains(word)
+                if !exists { problems.append("\(file): \(word)") }
+            }
+        }
+        #expect(problems == [])
+    }
+
+    /// The page names in `text`: `name.md` in lower case, or a path to one under docs/ or examples/
+    /// (`../docs/x.md` too); a shell variable's `$name.md` or an output folder's `DIR/nightly.md` is none.
+    static func pageNames(in text: String) -> [String] {
+        var names: [String] = []
+        var word = ""
+        var before: Character = " "
+        for c in text + " " {
+            if c.isLetter || c.isNumber || c == "-" || c == "_" || c == "." || c == "/" {
+                if word.isEmpty, c == "/" { before = c; continue }
+                word.append(c)
+                continue
+            }
+            defer { word = ""; before = c }
+            guard word.hasSuffix(".md"), before != "$", before != "}" else { continue }
+            let name = (word as NSString).lastPathComponent
+            guard let first = name.first, first.isLowercase, name.dropLast(3).allSatisfy({ $0.isLowercase || $0.isNumber || $0 == "-" }) else { continue }
+            if !word.contains("/") || word.hasPrefix("docs/") || word.hasPrefix("examples/") || word.hasPrefix("../") { names.append(word) }
+        }
+        return names
+    }
+
+    @Test func linksAreFoundAndAnchorsMatchGitHubs() {
+        #expect(Self.links(in: "see [a](docs/a.md) and `[b](x)` and [c](#d-e)\n    [code](no)") == ["docs/a.md", "#d-e"])
+        #expect(Self.anchor("Statuses and reasons") == "statuses-and-reasons")
+        #expect(Self.anchor("Guesses (what protocols.md marks unverified)") == "guesses-what-protocolsmd-marks-unverified")
+        #expect(Self.anchor("/stats") == "stats")
+        #expect(Self.pageNames(in: "see design.md, docs/gateway.md and ../docs/x.md; $tag.md OUT/nightly.md NAME.md")
+                == ["design.md", "docs/gateway.md", "../docs/x.md"])
+    }
+}
