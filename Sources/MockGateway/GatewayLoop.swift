@@ -199,6 +199,13 @@ final class GatewayLoop: HTTP2ServerDelegate {
                     h.add("content-type", "application/json")
                 }
             }
+        case .metrics:
+            var text = GatewayStats(summing: allCounters).prometheusText
+            text.withUTF8 { body in
+                _ = connection.respond(to: request.streamID, status: 200, body: UnsafeRawBufferPointer(body)) { h in
+                    h.add("content-type", "text/plain; version=0.0.4; charset=utf-8")
+                }
+            }
         case .drop:
             connection.close()
         }

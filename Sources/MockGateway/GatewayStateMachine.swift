@@ -39,6 +39,8 @@ public enum GatewayAction: Equatable, Sendable {
     case respondLater(delayNanos: UInt64, GatewayResponse)
     /// Answer `GET /stats` with every loop's counters as JSON.
     case stats
+    /// Answer `GET /metrics` with every loop's counters in Prometheus's text format.
+    case metrics
     /// Close the TCP connection abruptly: no response, no GOAWAY.
     case drop
 }
@@ -66,7 +68,7 @@ public struct GatewayConnectionState: Sendable {
 /// from `now` through the ``GatewayClock`` it was given). No allocation for a valid request in steady
 /// state; one per event loop (not thread-safe).
 ///
-/// Validation follows Pushy's mock (push-protocols.md §1.6): duplicate headers → apns-id → method →
+/// Validation follows Pushy's mock (docs/protocols.md "Order of checks"): duplicate headers → apns-id → method →
 /// topic (disallowed topics too) → collapse id → expiration → priority → push type → path and token →
 /// unregistered token → token not for the topic → authentication → empty payload → size → JSON object;
 /// then the behaviours (rate limit, injected failures, latency).
@@ -154,8 +156,9 @@ public struct GatewayStateMachine {
     /// Decides the answer to `request`.
     public mutating func handle(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState,
                                 now: UInt64) -> GatewayAction {
-        if let method = request.method, let path = request.path, equals(method, "GET"), equals(path, "/stats") {
-            return .stats
+        if let method = request.method, let path = request.path, equals(method, "GET") {
+            if equals(path, "/stats") { return .stats }
+            if equals(path, "/metrics") { return .metrics }
         }
         counters.countRequest(bodyBytes: request.body.count)
         connection.streams += 1
@@ -232,7 +235,10 @@ public struct GatewayStateMachine {
         }
         if latencyOn {
             let delay = configuration.latency.sample(&random)
-            if delay > 0 { return .respondLater(delayNanos: delay, response) }
+            if delay > 0 {
+                counters.countDelay(nanos: delay)
+                return .respondLater(delayNanos: delay, response)
+            }
         }
         return .respond(response)
     }

@@ -31,6 +31,11 @@ public struct GatewayStats: Equatable, Sendable {
     /// Limits enforced, by ``ServerLimit/name`` (JSON key `"limits"`, present once one was): the
     /// connections refused at the cap, requests answered 431, streams reset, clients calmed or timed out.
     public var limits: [String: UInt64] = [:]
+    /// Responses held back by injected latency (`--latency`), and the latency injected into them in ns
+    /// (JSON `"latency_injected":{"responses":…,"seconds":…}`, present once non-zero).
+    public var delayedResponses: UInt64 = 0
+    /// See ``delayedResponses``.
+    public var injectedDelayNanos: UInt64 = 0
 
     /// An empty set of numbers.
     public init() {}
@@ -46,6 +51,7 @@ public struct GatewayStats: Equatable, Sendable {
             + ",\"connections_open\":\(connectionsOpen),\"connections_total\":\(connectionsTotal)"
             + ",\"goaways\":\(goaways),\"drops\":\(drops)"
             + (limits.isEmpty ? "" : ",\"limits\":\(object(limits) { $0 })")
+            + (delayedResponses == 0 ? "" : ",\"latency_injected\":{\"responses\":\(delayedResponses),\"seconds\":\(Double(injectedDelayNanos) / 1e9)}")
             + (fcm.isEmpty ? "}" : ",\"fcm\":\(fcm.json)}")
     }
 }
@@ -88,10 +94,11 @@ struct CounterSlots: @unchecked Sendable {
 
 /// One event loop's counters (``CounterSlots``). Written by that loop's thread only, read by any thread.
 public final class GatewayCounters: Sendable {
-    /// Slots: fixed counters, then statuses 100...599, then reason codes 0..<64.
+    /// Slots: fixed counters, then statuses 100...599, then reason codes 0..<64, then limits, then injected latency.
     static let requestsSlot = 0, bytesInSlot = 1, openedSlot = 2, closedSlot = 3, goawaySlot = 4, dropSlot = 5
     static let statusBase = 8, reasonBase = 8 + 500, limitBase = 8 + 500 + 64
-    static let slotCount = limitBase + ServerLimit.allCases.count
+    static let delayedSlot = limitBase + ServerLimit.allCases.count, delayNanosSlot = delayedSlot + 1
+    static let slotCount = delayNanosSlot + 1
 
     private let slots = CounterSlots(count: slotCount)
     /// The FCM route's counters for this loop.
@@ -128,6 +135,12 @@ public final class GatewayCounters: Sendable {
     public func goawaySent() { add(Self.goawaySlot) }
     /// Counts an abrupt drop.
     public func connectionDropped() { add(Self.dropSlot) }
+    /// Counts a response delayed by `nanos` of injected latency.
+    @inline(__always)
+    public func countDelay(nanos: UInt64) {
+        add(Self.delayedSlot)
+        add(Self.delayNanosSlot, nanos)
+    }
     /// Counts a limit the transport enforced.
     public func limitEnforced(_ limit: ServerLimit) { add(Self.limitBase + limit.rawValue) }
 
@@ -140,6 +153,8 @@ public final class GatewayCounters: Sendable {
         stats.connectionsOpen += opened >= closed ? opened - closed : 0
         stats.goaways += value(Self.goawaySlot)
         stats.drops += value(Self.dropSlot)
+        stats.delayedResponses += value(Self.delayedSlot)
+        stats.injectedDelayNanos += value(Self.delayNanosSlot)
         fcm.accumulate(into: &stats.fcm, now: FCMCounters.monotonicNanos())
         for s in 0..<500 {
             let n = value(Self.statusBase + s)
