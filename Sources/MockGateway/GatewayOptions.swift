@@ -308,7 +308,7 @@ extension GatewayConfiguration {
 
     /// `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback, 127.0.0.1); port 0 picks a free one. A host name
     /// (`localhost`) is resolved here, once, to the numeric address the server binds.
-    static func listenAddress(_ value: String, _ name: String) throws(UsageError) -> (host: String, port: Int) {
+    public static func listenAddress(_ value: String, _ name: String) throws(UsageError) -> (host: String, port: Int) {
         guard let colon = value.lastIndex(of: ":"), let p = Int(value[value.index(after: colon)...]),
               (0...65535).contains(p) else {
             throw UsageError("\(name): '\(value)' is not HOST:PORT (e.g. 127.0.0.1:8080, localhost:0, :8080)")

@@ -53,6 +53,8 @@ struct EncoderComparisonExecution {
                                                  warmupNs: warmupNs)
         }
 
+        let metrics = try run.startMetrics(label: options.label, target: authority, targetRPS: config.rate)
+        defer { metrics?.stop() }
         let previous = catchInterrupts()
         defer { restoreInterrupts(previous) }
 
@@ -71,7 +73,10 @@ struct EncoderComparisonExecution {
                         printOut("round \(r.index + 1)/\(schedule.count): \(names[r.variant])")
                     }
                 },
-                progress: { snapshot, elapsed in display.show(snapshot, elapsed: elapsed) },
+                progress: { snapshot, elapsed in
+                    display.show(snapshot, elapsed: elapsed)
+                    metrics?.publish(snapshot, elapsed: elapsed)
+                },
                 shouldStop: { interruptRequested.load(ordering: .relaxed) })
         } catch {
             display.finish()

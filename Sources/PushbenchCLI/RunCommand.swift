@@ -5,6 +5,14 @@ import PushCredentials
 import PushPayload
 import PushVocabulary
 
+/// Where `--metrics-listen` serves (a numeric address; port 0 picks one).
+public struct MetricsAddress: Equatable, Sendable {
+    /// Numeric IPv4 or IPv6 address.
+    public var host: String
+    /// Port.
+    public var port: Int
+}
+
 /// The requested send rate: requests per second (open loop) or `max` (closed loop).
 public enum RateOption: Equatable, Sendable {
     /// Open loop: request k is due at t0 + k / rate.
@@ -96,6 +104,8 @@ public struct RunOptions: Equatable, Sendable {
     public var quiet: Bool = false
     /// `--json`: print summary.json to stdout.
     public var json: Bool = false
+    /// `--metrics-listen HOST:PORT`: serve the run's live numbers at `GET /metrics` (Prometheus text, HTTP/1.1).
+    public var metricsListen: MetricsAddress?
     /// `--retry N`: retry requests cut off by a lost connection up to N times.
     public var retries: Int = 0
     /// `--send-oversize`: send payloads over the size limit instead of counting them PayloadTooLarge.
@@ -392,6 +402,12 @@ public struct RunCommand: PushbenchCommand {
             },
             .flag("--quiet", \.quiet, help: "no progress line (the end summary and warnings are still printed)"),
             .flag("--json", \.json, help: "print summary.json to stdout"),
+            .value("--metrics-listen", "HOST:PORT", \.metricsListen,
+                   help: "serve the run's live counters and last-second percentiles at GET /metrics (Prometheus text format, HTTP/1.1) while it runs; :PORT for 127.0.0.1") {
+                text, name throws(UsageError) in
+                let (host, port) = try GatewayConfiguration.listenAddress(text, name)
+                return MetricsAddress(host: host, port: port)
+            },
         ])
     }
 

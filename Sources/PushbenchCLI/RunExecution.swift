@@ -3,6 +3,7 @@ import LoadGenerator
 import MockGateway
 import PushMetrics
 import PushPayload
+import PushTransport
 import PushVocabulary
 import Synchronization
 #if canImport(Glibc)
@@ -166,11 +167,16 @@ struct RunExecution {
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds,
                                       targetRPS: config.rate)
+        let metrics = try startMetrics(label: label, target: authority, targetRPS: config.rate)
+        defer { metrics?.stop() }
         let previous = catchInterrupts()
         defer { restoreInterrupts(previous) }
         let result: LoadResult
         do {
-            result = try LoadRun.run(config, progress: { snapshot, elapsed in display.show(snapshot, elapsed: elapsed) },
+            result = try LoadRun.run(config, progress: { snapshot, elapsed in
+                                         display.show(snapshot, elapsed: elapsed)
+                                         metrics?.publish(snapshot, elapsed: elapsed)
+                                     },
                                      shouldStop: { interruptRequested.load(ordering: .relaxed) })
         } catch {
             display.finish()
@@ -183,6 +189,21 @@ struct RunExecution {
         }
 
         return (result, makeRecord(result, config: config, label: label, gatewayStats: gatewayStats), gatewayStats)
+    }
+
+    /// The `--metrics-listen` endpoint, listening before any traffic (exit 2 when it cannot), or nil.
+    func startMetrics(label: String, target: String, targetRPS: Int?) throws(Failure) -> RunMetricsEndpoint? {
+        guard let address = options.metricsListen else { return nil }
+        let run = RunMetricsEndpoint.Run(label: label, pushProtocol: options.pushProtocol.rawValue, target: target,
+                                         targetRPS: targetRPS, warmupSeconds: options.warmupSeconds)
+        do throws(ScrapeEndpoint.Failure) {
+            let endpoint = try RunMetricsEndpoint(host: address.host, port: address.port, run: run)
+            let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+            printError("pushbench run: metrics at http://\(host):\(endpoint.port)/metrics while the run lasts")
+            return endpoint
+        } catch {
+            throw Failure(status: 2, message: "--metrics-listen: \(error)")
+        }
     }
 
     /// Prints what must not be missed (stderr, whatever --quiet and --json say) and picks the exit status:
