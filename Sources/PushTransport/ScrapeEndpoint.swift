@@ -59,25 +59,25 @@ public final class ScrapeEndpoint: Sendable {
         let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         func failure(_ what: String) -> Failure { Failure(description: "listen \(shown): \(what): \(String(cString: strerror(errno)))") }
         var storage = sockaddr_storage()
+        func store<A>(_ address: A) -> socklen_t {
+            withUnsafeMutableBytes(of: &storage) { dst in withUnsafeBytes(of: address) { dst.copyMemory(from: $0) } }
+            return socklen_t(MemoryLayout<A>.size)
+        }
+        let family = host.contains(":") ? AF_INET6 : AF_INET
         var length: socklen_t
-        let family: Int32
-        if host.contains(":") {
+        var numeric: Bool
+        if family == AF_INET6 {
             var a = sockaddr_in6()
-            a.sin6_family = sa_family_t(AF_INET6)
-            a.sin6_port = in_port_t(UInt16(port).bigEndian)
-            guard inet_pton(AF_INET6, host, &a.sin6_addr) == 1 else { throw Failure(description: "listen \(shown): not a numeric address") }
-            withUnsafeMutableBytes(of: &storage) { dst in withUnsafeBytes(of: a) { dst.copyMemory(from: $0) } }
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-            family = AF_INET6
+            (a.sin6_family, a.sin6_port) = (sa_family_t(AF_INET6), in_port_t(UInt16(port).bigEndian))
+            numeric = inet_pton(AF_INET6, host, &a.sin6_addr) == 1
+            length = store(a)
         } else {
             var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_port = in_port_t(UInt16(port).bigEndian)
-            guard inet_pton(AF_INET, host, &a.sin_addr) == 1 else { throw Failure(description: "listen \(shown): not a numeric address") }
-            withUnsafeMutableBytes(of: &storage) { dst in withUnsafeBytes(of: a) { dst.copyMemory(from: $0) } }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            family = AF_INET
+            (a.sin_family, a.sin_port) = (sa_family_t(AF_INET), in_port_t(UInt16(port).bigEndian))
+            numeric = inet_pton(AF_INET, host, &a.sin_addr) == 1
+            length = store(a)
         }
+        guard numeric else { throw Failure(description: "listen \(shown): not a numeric address") }
         let fd = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw failure("socket") }
         var one: Int32 = 1
