@@ -301,7 +301,7 @@ func runEncoderBenchmarks(_ arguments: [String]) -> Int32 {
     }
     print("")
 
-    // Targets of issue 3 (reported, not gated: times depend on the machine).
+    // The encoders' targets (reported, not gated: times depend on the machine).
     var targets: [String: Any] = [:]
     if let z = results["zerocopy"]?["default"] {
         let f = results["foundation"]?["default"]

@@ -101,7 +101,7 @@ public enum AlertContent: Sendable, Equatable {
     case dictionary(Alert)
 }
 
-/// `sound`: a file name (or "default"), or the critical-alert dictionary (§2.3).
+/// `sound`: a file name (or "default"), or the critical-alert dictionary (docs/protocols.md "The payload").
 public enum Sound: Sendable, Equatable {
     /// A sound file name, or "default".
     case named(String)
