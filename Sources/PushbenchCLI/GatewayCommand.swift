@@ -11,7 +11,8 @@ public struct GatewayCommand: PushbenchCommand {
     Emulates the APNs provider API (POST /3/device/<token>) over HTTP/2: cleartext (prior knowledge) by
     default, TLS with --tls (a certificate generated at start) or --tls-cert/--tls-key.
     Every behaviour is off by default: a valid request is answered 200 at once. GET /stats answers JSON
-    counts, GET /metrics the same in Prometheus's text format. SIGINT/SIGTERM/SIGHUP: finish the streams in flight, GOAWAY, print the final stats, exit 0.
+    counts, GET /metrics the same in Prometheus's text format. SIGINT/SIGTERM/SIGHUP: finish the streams
+    in flight, GOAWAY, print the final stats, exit 0.
     It is a test double: no authentication unless an auth option is on. Listening beyond loopback
     prints a warning naming the interfaces reached.
     The same options configure the embedded gateway of a run: pushbench run --gateway-arg=--latency=2ms.
