@@ -57,14 +57,14 @@ public struct GatewayTLS: Equatable, Sendable {
         return [
             .flag("--tls", \.tls.requested, group: group,
                   help: "serve HTTP/2 over TLS with a certificate generated at start for localhost, 127.0.0.1, ::1 and each --tls-name"),
-            .value("--tls-cert", "FILE", \.tls.certificateFile, group: group,
+            .value("--tls-cert", "FILE", \.tls.certificateFile,
                    help: "serve TLS with this certificate chain (PEM, leaf first) instead of a generated one") { text, name throws(UsageError) in
                 try nonEmpty(text, name)
             },
-            .value("--tls-key", "FILE", \.tls.keyFile, group: group, help: "the private key of --tls-cert (PEM, unencrypted)") {
+            .value("--tls-key", "FILE", \.tls.keyFile, help: "the private key of --tls-cert (PEM, unencrypted)") {
                 text, name throws(UsageError) in try nonEmpty(text, name)
             },
-            .values("--tls-name", "NAME", \.tls.names, group: group,
+            .values("--tls-name", "NAME", \.tls.names,
                     help: "another DNS name or IP address the generated certificate covers (repeatable), e.g. api.push.apple.com") {
                 text, name throws(UsageError) in
                 guard !text.isEmpty, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") }) else {
@@ -72,7 +72,7 @@ public struct GatewayTLS: Equatable, Sendable {
                 }
                 return text
             },
-            .value("--tls-cert-out", "FILE", \.tls.certificateOut, group: group,
+            .value("--tls-cert-out", "FILE", \.tls.certificateOut,
                    help: "where to write the certificate clients must trust (--cacert); default \(defaultCertificateOut), named on the first line") {
                 text, name throws(UsageError) in try nonEmpty(text, name)
             },
