@@ -248,14 +248,16 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
 
     func close(_ error: TransportError?, notify: Bool) {
         if closed { return }
+        // Closed before close_notify goes out: a socket that fails that write reports its close to
+        // this transport, which must not tell the owner a second time (it may be gone by then).
+        closed = true
+        let o = notify ? owner : nil
         if handshakeDone && !handshakeFailed {
             // close_notify, best effort: it goes out if the socket takes it now.
             ERR_clear_error()
             if SSL_shutdown(ssl) < 0 { ERR_clear_error() }
             if !innerBusy { _ = sendFilling() }
         }
-        closed = true
-        let o = notify ? owner : nil
         inner.owner = nil
         inner.close(error, notify: false)
         if let o { withExtendedLifetime(o) { o.transportDidClose(error) } }
@@ -337,9 +339,9 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
         }
         handshakeFailed = true
         let error = failure(r, "TLS handshake")
-        // The alert OpenSSL queued goes out before the close.
-        flushOwnOutput()
+        // The alert OpenSSL queued goes out before the close (closed first, as in `close`).
         closed = true
+        if !innerBusy { _ = sendFilling() }
         inner.owner = nil
         inner.close(error, notify: false)
         if let o = owner { withExtendedLifetime(o) { o.transportDidFailToConnect(error) } }

@@ -208,7 +208,70 @@ final class RecordingServer: HTTP2ServerDelegate {
         func transportDidFailToConnect(_ error: TransportError) { failed = error }
         func transportDidRead(_ bytes: UnsafeRawBufferPointer) { received += bytes }
         func transportWriteDidComplete() {}
-        func transportDidClose(_ error: TransportError?) { closed = true }
+        func transportDidClose(_ error: TransportError?) {
+            closed = true
+            closes += 1
+            closeError = error
+        }
+        var closes = 0
+        var closeError: TransportError?
+    }
+
+    /// A server end whose writes fail on demand as a socket's do once the peer is gone: it closes, tells
+    /// its owner, and answers `.failed`.
+    final class BreakableEnd: ByteTransport, ByteTransportOwner {
+        unowned(unsafe) var owner: ByteTransportOwner?
+        let inner: InMemoryTransport
+        var breakWrites = false
+        private var closed = false
+        init(_ inner: InMemoryTransport) {
+            self.inner = inner
+            inner.owner = self
+        }
+        func write(_ iov: UnsafeMutablePointer<uv_buf_t>, count: Int) -> WriteOutcome {
+            guard breakWrites else { return inner.write(iov, count: count) }
+            close(TransportError(kind: .connectionLost, code: -32, function: "uv_try_write"), notify: true)
+            return .failed
+        }
+        func startReading() { inner.startReading() }
+        func close(_ error: TransportError?, notify: Bool) {
+            if closed { return }
+            closed = true
+            inner.owner = nil
+            inner.close(error, notify: false)
+            if notify, let o = owner { o.transportDidClose(error) }
+        }
+        func peerName() -> String { "breakable" }
+        func transportDidConnect() { owner?.transportDidConnect() }
+        func transportDidFailToConnect(_ error: TransportError) { owner?.transportDidFailToConnect(error) }
+        func transportDidRead(_ bytes: UnsafeRawBufferPointer) { owner?.transportDidRead(bytes) }
+        func transportWriteDidComplete() { owner?.transportWriteDidComplete() }
+        func transportDidClose(_ error: TransportError?) { owner?.transportDidClose(error) }
+    }
+
+    /// The peer's close_notify arrives and this end's own close_notify cannot be written (the socket
+    /// reports its close first): the owner hears of the close once, not again after it may be gone.
+    @Test func aCloseNotifyThatCannotBeWrittenClosesTheOwnerOnce() throws {
+        let loop = try EventLoop()
+        let (clientEnd, serverEnd) = InMemoryTransport.pair(loop: loop)
+        let end = BreakableEnd(serverEnd)
+        let server = try TLSTransport(server: try TestPKI.serverContext(), over: end, loop: loop, servesHTTP1: false)
+        let serverOwner = RawClient()
+        server.owner = serverOwner
+        server.startReading()
+        let client = try TLSTransport(client: try TestPKI.clientContext(), serverName: "localhost", over: clientEnd, loop: loop)
+        let clientOwner = RawClient()
+        client.owner = clientOwner
+        client.startReading()
+        client.transportDidConnect()
+        #expect(loop.run(until: { clientOwner.connected && serverOwner.connected }, timeoutNanoseconds: 10 * seconds))
+        end.breakWrites = true
+        client.close(nil, notify: false)   // sends close_notify
+        #expect(loop.run(until: { serverOwner.closed }, timeoutNanoseconds: 10 * seconds))
+        loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
+        #expect(serverOwner.closes == 1)
+        #expect(serverOwner.closeError?.function.description == "SSL_read", "the close_notify was read: \(String(describing: serverOwner.closeError))")
+        withExtendedLifetime((server, client, end)) {}
     }
 
     @Test func anHTTP1RequestWithoutALPNReadsA505AndIsRefused() throws {
