@@ -116,4 +116,26 @@ import Testing
         let measured = path.core.recorder.measured
         #expect(measured.succeeded == measured.completed, "\(measured.reasonCounts)")
     }
+
+    /// The same over TLS, as a sender talks to APNs: TLS adds nothing on the Swift side; OpenSSL's own
+    /// allocations are a few per SSL_write (a batch of requests), never one per request.
+    @Test func authenticatedClientPathOverTLSAllocatesNothingOutsideNghttp2AndOpenSSL() throws {
+        let gw = try gateway(["--tls"])
+        defer { gw.stop() }
+        var config = configuration(gw, try settings(), rate: nil, requests: 1)
+        config.streams = 32
+        config.tls = try TLSClientContext(trust: .certificates(pem: try #require(gw.trustedCertificatePEM)))
+        config.serverName = "localhost"
+        let path = try ClientPath(config)
+        defer { path.close() }
+        #expect(path.serve(3_000))
+        let best = path.allocationsOutsideNghttp2()
+        #expect(best <= 20, "\(best) allocations outside nghttp2 and OpenSSL for 2000 authenticated requests over TLS")
+        #expect(path.pool.stats.tls?.alpn == "h2" && path.pool.stats.tls?.verified == true)
+        #expect(pb_openssl_alloc_counter_active() != 0)
+        #expect(path.sslWrites > 0)
+        #expect(path.openSSLAllocations <= 4 * path.sslWrites, "OpenSSL: \(path.openSSLAllocations) allocations, \(path.sslWrites) SSL_write calls")
+        let measured = path.core.recorder.measured
+        #expect(measured.succeeded == measured.completed, "\(measured.reasonCounts)")
+    }
 }

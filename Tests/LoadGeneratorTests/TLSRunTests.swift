@@ -1,4 +1,5 @@
 import Foundation
+import PushCredentials
 import PushTransport
 import Testing
 
@@ -27,6 +28,36 @@ import Testing
         #expect(r.out.contains("  tls        TLSv1.3  TLS_"), "\(r.out)")
         #expect(r.out.contains("4 handshakes"), "\(r.out)")
         #expect(r.out.contains("TLSv1.3 h2"), "\(r.out)")
+    }
+
+    /// `--tls` with provider tokens: a sender as it talks to APNs, the embedded gateway checking the
+    /// run's tokens over TLS (re-signed faster than the gateway allows, they are refused as APNs does).
+    @Test func tlsWithProviderTokensTheEmbeddedGatewayChecksThem() throws {
+        let dir = PushbenchBinary.tempDir("pushbench-tls-auth")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let keyFile = dir.appendingPathComponent("AuthKey_KEY1234567.p8").path
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try Data(try ES256PrivateKey.generate().pkcs8PEM().utf8).write(to: URL(fileURLWithPath: keyFile))
+        let auth = ["--tls", "--auth-key", keyFile, "--key-id", "KEY1234567", "--team-id", "TEAM123456", "--connections", "2"]
+
+        let out = dir.appendingPathComponent("ok")
+        let r = try PushbenchBinary.run(auth + ["--rps", "1000", "--requests", "1000", "--out", out.path])
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.accountingHolds(s))
+        #expect(PushbenchBinary.int(s, "requests", "succeeded") == 1000, "\(PushbenchBinary.byReasonWholeRun(s))")
+        let tls = try #require(s["tls"] as? [String: Any])
+        #expect(tls["alpn"] as? String == "h2" && tls["verified"] as? Bool == true)
+        #expect((s["provider_token"] as? [String: Any])?["key_id"] as? String == "KEY1234567")
+        #expect(r.out.contains("  tls        TLSv1.3"), "\(r.out)")
+        #expect(r.out.contains("  auth       provider tokens: key KEY1234567"), "\(r.out)")
+
+        let churn = dir.appendingPathComponent("churn")
+        let c = try PushbenchBinary.run(auth + ["--rps", "1000", "--requests", "1000", "--auth-refresh", "50ms", "--out", churn.path])
+        #expect(c.status == 0, "\(c.err)")
+        let cs = try PushbenchBinary.summary(churn)
+        #expect((PushbenchBinary.byReasonWholeRun(cs)["TooManyProviderTokenUpdates"] ?? 0) > 0, "\(PushbenchBinary.byReasonWholeRun(cs))")
+        #expect(PushbenchBinary.int(cs, "requests", "succeeded") > 0)
     }
 
     @Test func anHTTPSTargetServedByNghttpd() throws {
