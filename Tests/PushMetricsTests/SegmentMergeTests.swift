@@ -32,7 +32,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: root) }
         let paths = try write(records, in: root)
         do {
-            try RunMerger.mergeAgents(paths, out: root.appendingPathComponent("merged"))
+            _ = try RunMerger.mergeAgents(paths, out: root.appendingPathComponent("merged"))
             return "merged"
         } catch {
             #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("merged").path), "nothing written")
