@@ -142,8 +142,8 @@ public struct CapacityCommand: PushbenchCommand {
         }
         args += ["--rps", String(o.min), "--duration", "\(o.stepSeconds)s"]
         let step = try RunCommand(arguments: ParsedArguments(args, options: RunCommand.options))
-        if step.options.segment != nil {
-            throw UsageError("--segment: agents of one capacity search share --start-at (their steps follow it) and --out (where they meet); not yet")
+        if let s = step.options.segment, step.options.startAtUnixNs == nil {
+            throw UsageError("--segment: the \(s.count) agents of one search start together: give them all one --start-at (and one --out, where they meet)")
         }
         options = o
         stepOptions = step.options

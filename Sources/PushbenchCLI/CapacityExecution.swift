@@ -36,10 +36,24 @@ struct CapacityExecution {
 
     private func search() throws(RunExecution.Failure) -> Int32 {
         let (template, tokens, limit) = try RunExecution(options: base).loadInputs()
-        let startedAt = Date()
         let label = command.labelGiven ? base.label : "capacity"
         let root = URL(fileURLWithPath: base.outputRoot)
-        let folder = try Self.newFolder(root: root, id: ResultsWriter.runID(startedAt: startedAt, label: label))
+        // Agents of one search (--segment) meet in one folder, named from their shared start time.
+        var meeting: AgentMeeting?
+        let startedAt: Date
+        let folder: URL
+        if let segment = base.segment, let at = base.startAtUnixNs {
+            startedAt = Date(timeIntervalSince1970: Double(at) / 1e9)
+            folder = root.appendingPathComponent(ResultsWriter.runID(startedAt: startedAt, label: label))
+            do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+                throw RunExecution.Failure(status: 1, message: "\(folder.path): cannot create the folder: \(error.localizedDescription)")
+            }
+            meeting = AgentMeeting(folder: folder, index: segment.index, count: segment.count, nextStart: at,
+                                   waitNs: UInt64((base.warmupSeconds + options.stepSeconds + 65) * 1e9))
+        } else {
+            startedAt = Date()
+            folder = try Self.newFolder(root: root, id: ResultsWriter.runID(startedAt: startedAt, label: label))
+        }
         say("capacity search: \(options.objectives.map(\.description).joined(separator: ", ")), "
             + "\(CapacitySearch.grouped(options.min))...\(CapacitySearch.grouped(options.max)) rps, "
             + "\(Self.seconds(base.warmupSeconds)) warm-up + \(Self.seconds(options.stepSeconds)) per step; \(folder.path)")
@@ -55,17 +69,28 @@ struct CapacityExecution {
             o.quiet = true
             o.json = false
             o.label = "step"
-            let (result, record, _) = try RunExecution(options: o).measure(encoder: o.encoderVariants[0], label: o.label,
-                                                                           template: template, tokens: tokens, limit: limit)
+            if let meeting { o.startAtUnixNs = meeting.nextStart }
+            let (result, ownRecord, _) = try RunExecution(options: o).measure(encoder: o.encoderVariants[0], label: o.label,
+                                                                              template: template, tokens: tokens, limit: limit)
             let name = String(format: "step-%02d-%drps", number, rate)
-            do { try ResultsWriter.writeFolder(record, runID: name, to: folder.appendingPathComponent(name)) } catch {
-                throw RunExecution.Failure(status: 1, message: "cannot write \(name): \(error)")
+            let record: RunRecord
+            let senderLimit: String?
+            if var m = meeting {
+                // Every agent decides the next step from the same merge of every agent's step, so all of them
+                // take the same next rate without a coordinator.
+                (record, senderLimit) = try m.meet(step: name, ownRecord)
+                meeting = m
+            } else {
+                record = ownRecord
+                do { try ResultsWriter.writeFolder(record, runID: name, to: folder.appendingPathComponent(name)) } catch {
+                    throw RunExecution.Failure(status: 1, message: "cannot write \(name): \(error)")
+                }
+                senderLimit = Self.senderLimit(ResultsWriter.summaryJSON(record, runID: name))
             }
-            let summary = ResultsWriter.summaryJSON(record, runID: name)
-            let step = Self.step(record, senderLimit: Self.senderLimit(summary), objectives: search.objectives)
+            let step = Self.step(record, senderLimit: senderLimit, objectives: search.objectives)
             search.record(step)
             let verdict = search.steps.last!.verdict
-            runs.append(StepRun(number: number, folder: name, record: record, step: step, verdict: verdict))
+            runs.append(StepRun(number: number, folder: meeting == nil ? name : name + "/merged", record: record, step: step, verdict: verdict))
             say(Self.stepLine(runs.last!))
             if result.interrupted { interrupted = true; break }
         }
@@ -75,8 +100,11 @@ struct CapacityExecution {
             ?? "capacity: interrupted after \(runs.count) step\(runs.count == 1 ? "" : "s"); no answer"
         let report = CapacityReport(command: command, objectives: search.objectives, runs: runs, answer: answer, sentence: sentence,
                                     startedAt: startedAt, seconds: elapsed, interrupted: interrupted)
-        do { try report.write(to: folder) } catch {
-            throw RunExecution.Failure(status: 1, message: "cannot write the capacity report: \(error)")
+        // Agents reach the same report; the first writes it.
+        if meeting.map({ $0.index == 0 }) ?? true {
+            do { try report.write(to: folder) } catch {
+                throw RunExecution.Failure(status: 1, message: "cannot write the capacity report: \(error)")
+            }
         }
         if base.json { printOut(report.json.render()) } else { printOut(sentence) }
         if !base.json && !base.quiet { printOut(folder.path) }
@@ -133,6 +161,71 @@ struct CapacityExecution {
     static func seconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : String(format: "%.1f s", s) }
 }
 
+/// Where the agents of one capacity search (`--segment I/N`, one `--start-at`, one `--out`) meet after each
+/// step: each writes its step folder and a note of when it finished, waits for every other agent's, and
+/// merges them all. The merge and the next start (2 s after the last agent finished) come from the same
+/// files on every agent, so every agent makes the same decision and starts the next step at the same instant.
+struct AgentMeeting {
+    let folder: URL
+    let index: Int
+    let count: Int
+    /// The next step's t0 (Unix ns).
+    var nextStart: Int64
+    /// How long to wait for the other agents' step before giving up.
+    let waitNs: UInt64
+
+    func agentFolder(_ step: String, _ i: Int) -> URL { folder.appendingPathComponent(step).appendingPathComponent("agent-\(i)") }
+    func note(_ step: String, _ i: Int) -> URL { folder.appendingPathComponent(step).appendingPathComponent("agent-\(i).done") }
+
+    /// Writes this agent's step, waits for the others', and returns the merged step and the first agent's
+    /// sender limit (any agent falling behind makes the step the sender's).
+    mutating func meet(step: String, _ own: RunRecord) throws(RunExecution.Failure) -> (RunRecord, String?) {
+        let fm = FileManager.default
+        do {
+            try ResultsWriter.writeFolder(own, runID: "\(step)-agent-\(index)", to: agentFolder(step, index))
+            // The note last, written whole then renamed: its presence means the folder is complete.
+            let mark = note(step, index), temp = mark.appendingPathExtension("tmp")
+            try Data(String(WallClock.unixNanoseconds()).utf8).write(to: temp)
+            guard rename(temp.path, mark.path) == 0 else { throw ResultsError("\(mark.path): \(String(cString: strerror(errno)))") }
+        } catch {
+            throw RunExecution.Failure(status: 1, message: "cannot write \(step) of agent \(index): \(error)")
+        }
+        let deadline = DispatchTime.now().uptimeNanoseconds + waitNs
+        var finished: [Int64] = []
+        for i in 0..<count {
+            while true {
+                if let data = fm.contents(atPath: note(step, i).path), let ns = Int64(String(decoding: data, as: UTF8.self)) {
+                    finished.append(ns)
+                    break
+                }
+                if DispatchTime.now().uptimeNanoseconds > deadline {
+                    throw RunExecution.Failure(status: 1, message: "agent \(i)/\(count) wrote no \(step) in \(waitNs / 1_000_000_000) s (\(note(step, i).path))")
+                }
+                usleep(50_000)
+            }
+        }
+        let paths = (0..<count).map { agentFolder(step, $0).path }
+        do {
+            let runs = try paths.map { try LoadedRun.load($0, requireIntervals: true) }
+            let segments = try SegmentCheck(runs, names: paths.map { String($0.dropFirst(folder.path.count + 1)) })
+            if let problems = segments?.problems, !problems.isEmpty {
+                throw ResultsError("the agents' \(step) do not make one run: " + problems.joined(separator: "; "))
+            }
+            let merged = try RunMerger.merge(runs, label: "step", segments: segments)
+            if index == 0 {
+                try ResultsWriter.writeFolder(merged, runID: step, to: folder.appendingPathComponent(step).appendingPathComponent("merged"))
+            }
+            let sender = zip(0..., runs).lazy.compactMap { i, r in CapacityExecution.senderLimit(r.summary).map { "agent \(i): \($0)" } }.first
+            nextStart = ((finished.max() ?? WallClock.unixNanoseconds()) / 1_000_000 + 2_000) * 1_000_000
+            return (merged, sender)
+        } catch let failure as RunExecution.Failure {
+            throw failure
+        } catch {
+            throw RunExecution.Failure(status: 1, message: "\(step): \(error)")
+        }
+    }
+}
+
 /// capacity.json, capacity.md and capacity.svg of a search.
 struct CapacityReport {
     let command: CapacityCommand
@@ -179,6 +272,7 @@ struct CapacityReport {
             ("step_duration_s", .double(o.stepSeconds)), ("warmup_s", .double(b.warmupSeconds)),
             ("target", .string(b.target ?? "embedded")), ("protocol", .string(b.pushProtocol.rawValue)),
             ("connections", .int(Int64(b.connections))), ("streams", .int(Int64(b.streams))), ("threads", .int(Int64(b.threads))),
+            ("agents", .int(Int64(b.segment?.count ?? 1))),
             ("answer", answerJSON),
             ("knee_rps", knee.map { .int(Int64($0.rate)) } ?? .null),
             ("search_s", .double((seconds * 10).rounded() / 10)),

@@ -54,6 +54,76 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: try capacityFolder(out).appendingPathComponent("capacity.svg").path))
     }
 
+    /// Two agents (`--segment I/2`, one `--start-at`, one `--out`) make one search: after each step they
+    /// meet in the shared folder, merge their steps, and take the same next rate at the same instant.
+    @Test func agentsWithSegmentsRunOneSearchTogether() throws {
+        let bin = try #require(PushbenchBinary.url, "build pushbench first (swift build --build-tests)")
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        // One target for both agents: a gateway on loopback.
+        let gateway = Process()
+        gateway.executableURL = bin
+        gateway.arguments = ["gateway", "--listen", "127.0.0.1:0", "--threads", "1"]
+        let gatewayOut = Pipe()
+        gateway.standardOutput = gatewayOut
+        gateway.standardError = FileHandle.nullDevice
+        try gateway.run()
+        defer { gateway.terminate(); gateway.waitUntilExit() }
+        var seen = "", port = 0
+        while port == 0 {
+            let data = gatewayOut.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            seen += String(decoding: data, as: UTF8.self)
+            if let r = seen.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression) { port = Int(seen[r].split(separator: ":").last!) ?? 0 }
+        }
+        try #require(port > 0, "the gateway named no port: \(seen)")
+
+        let startAt = String(format: "%.3f", Date().timeIntervalSince1970 + 3)
+        let agents = try (0..<2).map { i -> (Process, Pipe) in
+            let p = Process()
+            p.executableURL = bin
+            p.arguments = ["capacity", "--segment", "\(i)/2", "--start-at", startAt, "--out", out.path, "--target", "http://127.0.0.1:\(port)",
+                           "--slo", "p99<1s", "--min", "500", "--max", "1k", "--step-duration", "1s", "--warmup", "0s", "--connections", "1"]
+            let pipe = Pipe()
+            p.standardOutput = pipe
+            p.standardError = pipe
+            try p.run()
+            return (p, pipe)
+        }
+        var outputs: [String] = []
+        for (p, pipe) in agents {
+            outputs.append(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 0, "\(outputs.last!)")
+        }
+        // The same steps and the same answer on both.
+        let lines = outputs.map { $0.split(separator: "\n").filter { $0.hasPrefix("  step") || $0.hasPrefix("capacity:") } }
+        #expect(lines[0].count == 3 && lines[0] == lines[1], "\(outputs)")
+        #expect(lines[0].last?.hasPrefix("capacity: 1,000 rps with p99<1s") == true, "\(outputs)")
+
+        let folder = try capacityFolder(out)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("capacity.json"))) as? [String: Any])
+        #expect(json["agents"] as? Int == 2)
+        let steps = try #require(json["steps"] as? [[String: Any]])
+        #expect(steps.map { $0["rps"] as? Int } == [500, 1_000])
+        // Each step: the whole rate sent by the two agents together, merged exactly; each agent half of it.
+        for step in steps {
+            let rate = try #require(step["rps"] as? Int)
+            #expect(step["sent"] as? Int == rate)
+            let mergedFolder = try #require(step["folder"] as? String)
+            #expect(mergedFolder.hasSuffix("/merged"))
+            let merged = try #require(try JSONSerialization.jsonObject(
+                with: Data(contentsOf: folder.appendingPathComponent(mergedFolder).appendingPathComponent("summary.json"))) as? [String: Any])
+            #expect(PushbenchBinary.int(merged, "config", "agents") == 2)
+            #expect((merged["segments"] as? [String: Any])?["complete"] as? Bool == true)
+            let stepFolder = folder.appendingPathComponent(String(format: "step-%02d-%drps", step["step"] as? Int ?? 0, rate))
+            let agent1 = try #require(try JSONSerialization.jsonObject(
+                with: Data(contentsOf: stepFolder.appendingPathComponent("agent-1/summary.json"))) as? [String: Any])
+            #expect(PushbenchBinary.int(agent1, "requests", "sent") == rate / 2)
+            #expect(PushbenchBinary.int(agent1, "segment", "index") == 1)
+        }
+    }
+
     @Test func badObjectivesAreRefusedBeforeAnyTraffic() throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
@@ -63,7 +133,7 @@ import Testing
             (["capacity", "--slo", "p99<fast"], "--slo: p99<fast: 'fast' is not a duration"),
             (["capacity", "--slo", "p99<1ms", "--rps", "5k"], "unknown option '--rps'"),
             (["capacity", "--slo", "p99<1ms", "--min", "10k", "--max", "5k"], "--max: 5000 is below --min 10000"),
-            (["capacity", "--slo", "p99<1ms", "--segment", "0/2"], "--segment: agents of one capacity search share --start-at"),
+            (["capacity", "--slo", "p99<1ms", "--segment", "0/2"], "--segment: the 2 agents of one search start together: give them all one --start-at"),
         ] {
             let r = try PushbenchBinary.run(args + ["--out", out.path])
             #expect(r.status == 2, "\(args)")
