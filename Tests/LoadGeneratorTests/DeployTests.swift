@@ -139,6 +139,32 @@ import Testing
         #expect(Self.value(deployment, "spec.template.spec.containers.0.args") as? [String] == ["gateway", "--listen", "0.0.0.0:8080", "--threads", "2"])
     }
 
+    /// `--capacity`: the same Indexed Job runs one `pushbench capacity` search across the agents, meeting
+    /// under the run's folder on the claim; no merge Job (the search merges every step itself).
+    @Test func aCapacitySearchRunsInTheSameIndexedJob() throws {
+        let out = PushbenchBinary.tempDir("pushbench-kubernetes")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try Self.run(Self.script, ["--agents", "4", "--capacity", "--image", "registry.test/pushbench:1", "--target", "http://gw:8080",
+                                           "--name", "search", "--out", out.path, "--dry-run", "--", "--slo", "p99<5ms", "--min", "50k"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["20-agents-job.yaml"])
+        let file = out.appendingPathComponent("20-agents-job.yaml").path
+        let v = try Self.run("/usr/bin/env", ["kubernetes-validate", "--strict", "--no-warn", file])
+        #expect(v.status == 0, "\(v.out)\(v.err)")
+        let job = try Self.resource(try Self.documents([file]), kind: "Job", name: "search-agents")
+        #expect(Self.value(job, "spec.completionMode") as? String == "Indexed" && Self.value(job, "spec.completions") as? Int == 4)
+        let stub = try Self.pathWithPushbench(stub: true)
+        defer { try? FileManager.default.removeItem(at: stub) }
+        let a = try Self.run("/bin/sh", ["-c", try Self.shellScript(job)], env: ["JOB_COMPLETION_INDEX": "2", "PATH": Self.path(first: stub)])
+        let args = a.out.split(separator: "\n").map(String.init)
+        func after(_ option: String) -> String? { args.firstIndex(of: option).flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil } }
+        #expect(args.first == "capacity")
+        #expect(after("--segment") == "2/4" && after("--start-at") != nil)
+        #expect(after("--out") == "/results/search", "every agent meets in one folder")
+        #expect(after("--slo") == "p99<5ms" && after("--min") == "50k")
+        #expect(!args.contains("--rps") && !args.contains("--duration"))
+    }
+
     @Test func thePodsCommandsMakeOneRunWithoutACluster() throws {
         // The gateway the agents aim at, on loopback.
         let bin = try #require(PushbenchBinary.url, "build pushbench first (swift build --build-tests)")
@@ -256,6 +282,7 @@ import Testing
          "kubernetes-run: --start-at: 2020-01-01T00:00:00Z is in the past (give a time far enough ahead for the pods to be scheduled and connected)"),
         (["--agents", "2", "--gateway", "--start-at", "soon"],
          "kubernetes-run: --start-at: 'soon' is not a time (RFC 3339 with its offset, as 2026-12-01T10:00:00Z, or Unix seconds)"),
+        (["--agents", "2", "--gateway", "--capacity"], "kubernetes-run: --rps: a capacity search chooses its rates (give --min and --max after --)"),
         (["--agents", "2", "--gateway", "--name", "Run_1"],
          "kubernetes-run: --name: 'Run_1' must be lowercase letters, digits and '-' (a DNS label of at most 42 characters)"),
     ])
