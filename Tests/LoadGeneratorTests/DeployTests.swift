@@ -282,6 +282,7 @@ import Testing
          "kubernetes-run: --start-at: 2020-01-01T00:00:00Z is in the past (give a time far enough ahead for the pods to be scheduled and connected)"),
         (["--agents", "2", "--gateway", "--start-at", "soon"],
          "kubernetes-run: --start-at: 'soon' is not a time (RFC 3339 with its offset, as 2026-12-01T10:00:00Z, or Unix seconds)"),
+        (["--agents", "2", "--gateway", "--duration", "60"], "kubernetes-run: --duration: '60' has no unit: say which, as in 60s or 60m"),
         (["--agents", "2", "--gateway", "--capacity"], "kubernetes-run: --rps: a capacity search chooses its rates (give --min and --max after --)"),
         (["--agents", "2", "--gateway", "--name", "Run_1"],
          "kubernetes-run: --name: 'Run_1' must be lowercase letters, digits and '-' (a DNS label of at most 42 characters)"),
