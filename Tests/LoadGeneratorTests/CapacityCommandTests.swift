@@ -61,28 +61,14 @@ import Testing
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
         // One target for both agents: a gateway on loopback.
-        let gateway = Process()
-        gateway.executableURL = bin
-        gateway.arguments = ["gateway", "--listen", "127.0.0.1:0", "--threads", "1"]
-        let gatewayOut = Pipe()
-        gateway.standardOutput = gatewayOut
-        gateway.standardError = FileHandle.nullDevice
-        try gateway.run()
-        defer { gateway.terminate(); gateway.waitUntilExit() }
-        var seen = "", port = 0
-        while port == 0 {
-            let data = gatewayOut.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            seen += String(decoding: data, as: UTF8.self)
-            if let r = seen.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression) { port = Int(seen[r].split(separator: ":").last!) ?? 0 }
-        }
-        try #require(port > 0, "the gateway named no port: \(seen)")
+        let gateway = try LoopbackGatewayProcess()
+        defer { gateway.stop() }
 
         let startAt = String(format: "%.3f", Date().timeIntervalSince1970 + 3)
         let agents = try (0..<2).map { i -> (Process, Pipe) in
             let p = Process()
             p.executableURL = bin
-            p.arguments = ["capacity", "--segment", "\(i)/2", "--start-at", startAt, "--out", out.path, "--target", "http://127.0.0.1:\(port)",
+            p.arguments = ["capacity", "--segment", "\(i)/2", "--start-at", startAt, "--out", out.path, "--target", gateway.url,
                            "--slo", "p99<1s", "--min", "500", "--max", "1k", "--step-duration", "1s", "--warmup", "0s", "--connections", "1"]
             let pipe = Pipe()
             p.standardOutput = pipe

@@ -167,24 +167,8 @@ import Testing
 
     @Test func thePodsCommandsMakeOneRunWithoutACluster() throws {
         // The gateway the agents aim at, on loopback.
-        let bin = try #require(PushbenchBinary.url, "build pushbench first (swift build --build-tests)")
-        let gateway = Process()
-        gateway.executableURL = bin
-        gateway.arguments = ["gateway", "--listen", "127.0.0.1:0", "--threads", "1"]
-        let gatewayOut = Pipe()
-        gateway.standardOutput = gatewayOut
-        gateway.standardError = FileHandle.nullDevice
-        try gateway.run()
-        defer { gateway.terminate(); gateway.waitUntilExit() }
-        var seen = ""
-        var port = 0
-        while port == 0 {
-            let data = gatewayOut.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            seen += String(decoding: data, as: UTF8.self)
-            if let r = seen.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression) { port = Int(seen[r].split(separator: ":").last!) ?? 0 }
-        }
-        try #require(port > 0, "the gateway named no port: \(seen)")
+        let gateway = try LoopbackGatewayProcess()
+        defer { gateway.stop() }
 
         let out = PushbenchBinary.tempDir("pushbench-kubernetes")
         defer { try? FileManager.default.removeItem(at: out) }
@@ -192,7 +176,7 @@ import Testing
         // the schedule (what this test checks is the wiring and the counts, not the lateness).
         let startAt = String(format: "%.3f", Date().timeIntervalSince1970 + 3)
         let r = try Self.run(Self.script, ["--agents", "2", "--rps", "2000", "--duration", "1s", "--image", "pushbench:test",
-                                           "--target", "http://127.0.0.1:\(port)", "--start-at", startAt, "--name", "local",
+                                           "--target", gateway.url, "--start-at", startAt, "--name", "local",
                                            "--out", out.appendingPathComponent("manifests").path, "--dry-run",
                                            "--", "--warmup", "0s", "--connections", "1", "--start-late-ok"])
         #expect(r.status == 0, "\(r.err)")
