@@ -60,6 +60,30 @@ import Testing
         #expect(PushbenchBinary.int(cs, "requests", "succeeded") > 0)
     }
 
+    /// `--cert`/`--key`: APNs certificate authentication against the embedded gateway over TLS, with a
+    /// client certificate from the credentials helper's CA; without one the gateway answers as APNs.
+    @Test func aClientCertificateAuthenticatesTheRun() throws {
+        let dir = PushbenchBinary.tempDir("pushbench-tls-cert")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let creds = dir.appendingPathComponent("creds")
+        let c = try PushbenchBinary.run(["credentials", "apns", "--out", creds.path, "--client-cert"])
+        #expect(c.status == 0, "\(c.err)")
+        let file = { (name: String) in creds.appendingPathComponent(name).path }
+        let gateway = ["--tls", "--gateway-arg=--client-ca=\(file("ca.pem"))", "--rps", "500", "--requests", "300", "--connections", "2"]
+
+        let out = dir.appendingPathComponent("cert")
+        let r = try PushbenchBinary.run(gateway + ["--cert", file("client-cert.pem"), "--key", file("client-key.pem"), "--out", out.path])
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.int(s, "requests", "succeeded") == 300, "\(PushbenchBinary.byReasonWholeRun(s))")
+        #expect((s["tls"] as? [String: Any])?["verified"] as? Bool == true)
+
+        let none = dir.appendingPathComponent("none")
+        let n = try PushbenchBinary.run(gateway + ["--out", none.path])
+        #expect(n.status == 0, "\(n.err)")
+        #expect(PushbenchBinary.byReasonWholeRun(try PushbenchBinary.summary(none)) == ["MissingProviderToken": 300])
+    }
+
     @Test func anHTTPSTargetServedByNghttpd() throws {
         let nghttpd = try #require(["/usr/sbin/nghttpd", "/usr/bin/nghttpd"].first { FileManager.default.isExecutableFile(atPath: $0) },
                                    "nghttpd is not installed; scripts/setup installs it")
