@@ -166,8 +166,9 @@ struct APNsTestCredentials {
         if let c = clientFiles {
             lines += [
                 "pushbench credentials: CA \(c.ca), client certificate \(c.cert) with key \(c.key) (both in \(c.bundle)), topic \(topic)",
-                "  gateway:       pushbench gateway --client-ca \(c.ca)   (certificates need TLS)",
-                "  curl:          curl --cert \(c.cert) --key \(c.key) ...",
+                "  gateway:       pushbench gateway --tls --tls-cert-out gateway-ca.pem --client-ca \(c.ca)",
+                "  run:           pushbench --target https://localhost:8080 --cacert gateway-ca.pem --cert \(c.cert) --key \(c.key)",
+                "  curl:          curl --cacert gateway-ca.pem --cert \(c.cert) --key \(c.key) https://localhost:8080/3/device/TOKEN",
             ]
         }
         return lines

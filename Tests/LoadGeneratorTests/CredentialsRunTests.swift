@@ -32,7 +32,8 @@ import Testing
         #expect(try ClientCertificateVerifier(caFile: ca).problem(with: cert) == nil)
         let bundle = try String(contentsOf: c.dir.appendingPathComponent("client.pem"), encoding: .utf8)
         #expect(bundle.contains("BEGIN CERTIFICATE") && bundle.contains("BEGIN PRIVATE KEY"))
-        #expect(c.out.contains("--client-ca \(ca)"))
+        #expect(c.out.contains("pushbench gateway --tls --tls-cert-out gateway-ca.pem --client-ca \(ca)"))
+        #expect(c.out.contains("--cacert gateway-ca.pem --cert \(c.dir.appendingPathComponent("client-cert.pem").path) --key \(c.dir.appendingPathComponent("client-key.pem").path)"))
         // Nothing secret on the terminal.
         #expect(!c.out.contains("PRIVATE KEY"))
         for line in try key.pkcs8PEM().split(separator: "\n") where !line.hasPrefix("-----") {
@@ -45,17 +46,20 @@ import Testing
         #expect(try ES256PrivateKey(contentsOfFile: keyPath).publicKey == key.publicKey)
     }
 
-    @Test func aRunSignsTokensTheEmbeddedGatewayAccepts() throws {
+    /// Over h2c and, with `--tls`, over TLS on loopback: the realistic sender end to end.
+    @Test(arguments: [[], ["--tls"]])
+    func aRunSignsTokensTheEmbeddedGatewayAccepts(_ transport: [String]) throws {
         let c = try credentials()
         defer { try? FileManager.default.removeItem(at: c.dir) }
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
         let keyPath = c.dir.appendingPathComponent("AuthKey_\(c.keyID).p8").path
-        let r = try PushbenchBinary.run(["--auth-key", keyPath, "--key-id", c.keyID, "--team-id", c.teamID,
-                                         "--rps", "1000", "--duration", "1s", "--warmup", "0s", "--out", out.path])
+        let r = try PushbenchBinary.run(transport + ["--auth-key", keyPath, "--key-id", c.keyID, "--team-id", c.teamID,
+                                                     "--rps", "1000", "--duration", "1s", "--warmup", "0s", "--out", out.path])
         #expect(r.status == 0, "\(r.err)")
         let s = try PushbenchBinary.summary(out)
         #expect(PushbenchBinary.int(s, "requests", "succeeded") == 1000)
+        #expect((s["tls"] as? [String: Any])?["alpn"] as? String == (transport.isEmpty ? nil : "h2"))
         let token = try #require(s["provider_token"] as? [String: Any])
         #expect(token["key_id"] as? String == c.keyID && token["team_id"] as? String == c.teamID)
         #expect(token["key_file"] as? String == keyPath && token["refresh_s"] as? Double == 3000 && token["refreshes"] as? Int == 0)
@@ -105,7 +109,7 @@ import Testing
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
         let flags = ["--auth-key", keyPath, "--key-id", c.keyID, "--team-id", c.teamID]
-        let run = try PushbenchBinary.run(flags + ["--rps", "500", "--duration", "1s", "--warmup", "0s", "--out", out.path,
+        let run = try PushbenchBinary.run(flags + ["--tls", "--rps", "500", "--duration", "1s", "--warmup", "0s", "--out", out.path,
                                                    "--auth-refresh", "200ms", "--gateway-arg=--apns-token-interval=1ms"])
         #expect(run.status == 0, "\(run.err)")
         seen.append(("run output", run.out + run.err))
