@@ -205,7 +205,11 @@ final class RecordingServer: HTTP2ServerDelegate {
         var closed = false
         var received: [UInt8] = []
         func transportDidConnect() { connected = true }
-        func transportDidFailToConnect(_ error: TransportError) { failed = error }
+        func transportDidFailToConnect(_ error: TransportError) {
+            failed = error
+            failures += 1
+        }
+        var failures = 0
         func transportDidRead(_ bytes: UnsafeRawBufferPointer) { received += bytes }
         func transportWriteDidComplete() {}
         func transportDidClose(_ error: TransportError?) {
@@ -271,6 +275,30 @@ final class RecordingServer: HTTP2ServerDelegate {
         loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
         #expect(serverOwner.closes == 1)
         #expect(serverOwner.closeError?.function.description == "SSL_read", "the close_notify was read: \(String(describing: serverOwner.closeError))")
+        withExtendedLifetime((server, client, end)) {}
+    }
+
+    /// A handshake that fails (the client offers only http/1.1) while its alert cannot be written: the
+    /// owner hears of the failure once.
+    @Test func aHandshakeAlertThatCannotBeWrittenFailsTheOwnerOnce() throws {
+        let loop = try EventLoop()
+        let (clientEnd, serverEnd) = InMemoryTransport.pair(loop: loop)
+        let end = BreakableEnd(serverEnd)
+        end.breakWrites = true
+        let server = try TLSTransport(server: try TestPKI.serverContext(), over: end, loop: loop, servesHTTP1: false)
+        let owner = RawClient()
+        server.owner = owner
+        server.startReading()
+        let client = try TLSTransport(client: try TestPKI.clientContext(alpn: ["http/1.1"]), serverName: "localhost", over: clientEnd, loop: loop)
+        let clientOwner = RawClient()
+        client.owner = clientOwner
+        client.startReading()
+        client.transportDidConnect()
+        #expect(loop.run(until: { owner.failed != nil }, timeoutNanoseconds: 10 * seconds))
+        loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
+        #expect(owner.failures == 1)
+        #expect(owner.failed?.kind == .tls, "\(String(describing: owner.failed))")
+        #expect(owner.closes == 0)
         withExtendedLifetime((server, client, end)) {}
     }
 
