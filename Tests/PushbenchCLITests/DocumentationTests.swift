@@ -82,6 +82,23 @@ import Testing
         #expect(problems == [])
     }
 
+    /// No page names a web address beyond the examples' own machines: a URL's host must be a number,
+    /// `localhost` or a placeholder without a dot (`http://host:port`).
+    @Test func noPageLinksToTheWeb() throws {
+        var problems: [String] = []
+        for page in try Self.pages() {
+            let text = try Self.text(page)
+            var rest = Substring(text)
+            while let scheme = rest.range(of: "://") {
+                let host = rest[scheme.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" }
+                let numeric = host.allSatisfy { $0.isNumber || $0 == "." }
+                if !numeric, host != "localhost", host.contains(".") { problems.append("\(page): \(host)") }
+                rest = rest[scheme.upperBound...]
+            }
+        }
+        #expect(problems == [])
+    }
+
     /// Every `NAME.md` a page, a source comment or a script mentions is a file of this repository: the
     /// docs do not lean on pages that live elsewhere.
     @Test func everyNamedPageExists() throws {
