@@ -17,17 +17,24 @@ import Testing
         try String(contentsOf: repository.appendingPathComponent(path), encoding: .utf8)
     }
 
-    /// The `target` of every `[text](target)` in `markdown`, outside code blocks and code spans.
-    static func links(in markdown: String) -> [String] {
-        var found: [String] = []
+    /// The lines of `markdown` outside code blocks, with code spans blanked.
+    static func prose(_ markdown: String) -> [String] {
+        var lines: [String] = []
         var fenced = false
         for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("```") { fenced.toggle(); continue }
             if fenced || line.hasPrefix("    ") { continue }
-            // Code spans may hold `](` by chance; drop them first.
-            let plain = line.split(separator: "`", omittingEmptySubsequences: false).enumerated()
-                .filter { $0.offset % 2 == 0 }.map(\.element).joined(separator: " ")
-            var rest = Substring(plain)
+            lines.append(line.split(separator: "`", omittingEmptySubsequences: false).enumerated()
+                .filter { $0.offset % 2 == 0 }.map(\.element).joined(separator: " "))
+        }
+        return lines
+    }
+
+    /// The `target` of every `[text](target)` in `markdown`, outside code blocks and code spans.
+    static func links(in markdown: String) -> [String] {
+        var found: [String] = []
+        for line in prose(markdown) {
+            var rest = Substring(line)
             while let open = rest.range(of: "](") {
                 let after = rest[open.upperBound...]
                 guard let close = after.firstIndex(of: ")") else { break }
@@ -82,18 +89,20 @@ import Testing
         #expect(problems == [])
     }
 
-    /// No page names a web address beyond the examples' own machines: a URL's host must be a number,
-    /// `localhost` or a placeholder without a dot (`http://host:port`).
+    /// No page's prose points at the web: outside code (commands, which may name a real host that
+    /// `--resolve` or /etc/hosts sends to loopback), a URL's host must be a number, `localhost` or a
+    /// placeholder without a dot (`http://host:port`).
     @Test func noPageLinksToTheWeb() throws {
         var problems: [String] = []
         for page in try Self.pages() {
-            let text = try Self.text(page)
-            var rest = Substring(text)
-            while let scheme = rest.range(of: "://") {
-                let host = rest[scheme.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" }
-                let numeric = host.allSatisfy { $0.isNumber || $0 == "." }
-                if !numeric, host != "localhost", host.contains(".") { problems.append("\(page): \(host)") }
-                rest = rest[scheme.upperBound...]
+            for line in Self.prose(try Self.text(page)) {
+                var rest = Substring(line)
+                while let scheme = rest.range(of: "://") {
+                    let host = rest[scheme.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" }
+                    let numeric = host.allSatisfy { $0.isNumber || $0 == "." }
+                    if !numeric, host != "localhost", host.contains(".") { problems.append("\(page): \(host)") }
+                    rest = rest[scheme.upperBound...]
+                }
             }
         }
         #expect(problems == [])
