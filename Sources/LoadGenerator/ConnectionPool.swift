@@ -67,8 +67,11 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
         // Each stream slot holds one whole payload; round the template's worst case up to a page.
         cc.slotBodyCapacity = max(1024, (config.template.maxLength + 4095) / 4096 * 4096)
         cc.connectTimeoutMilliseconds = config.connectTimeoutMilliseconds
-        // The run needs the status and the body (the reason); not the header fields.
+        // The run needs the status and the body (the reason); not the header fields. Of the body, the
+        // first bytes: an error body is a small JSON object, and a peer sending megabytes must not make
+        // the client hold them.
         cc.keepsResponseHeaders = false
+        cc.responseBodyLimit = ConnectionPool.responseBodyPrefix
         clientConfig = cc
         encoder = config.encoderFactory?(config.encoder, config.template) ?? makePayloadEncoder(config.encoder, template: config.template)
         inPlace = config.encoder.writesInPlace
@@ -218,8 +221,13 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
         scheduleReconnect(afterMilliseconds: 1)
     }
 
+    /// Response body bytes kept per stream.
+    static var responseBodyPrefix: Int { 4096 }
+
     func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
-        let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body) : 0
+        let whole = response.bodyLength == response.body.count
+        if !whole { stats.truncatedBodies += 1 }
+        let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body, complete: whole) : 0
         let slot = Int32(truncatingIfNeeded: response.context)
         if pruned.capacity > 0 && Reasons.meansTokenGone(status: response.status, reason: reason) {
             pruneToken(Int(slotToken[Int(slot)]))
@@ -233,9 +241,11 @@ final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDel
     func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) {
         let cause: TransportErrorCause
         switch failure.reason {
-        case .reset: cause = .reset
+        case .reset(let code): cause = .reset(code: code)
         case .refused: cause = .refused
+        case .goAway: cause = .goAway
         case .connectionLost: cause = .connectionLost
+        case .protocolError: cause = .protocolError
         case .notSent: cause = .notSent
         }
         core.failed(slot: Int32(truncatingIfNeeded: failure.context), cause: cause)

@@ -386,11 +386,12 @@ public final class DriverCore {
     }
 
     /// The request in `slot` was cut off (`cause`: stream reset, GOAWAY, connection lost): resent later
-    /// with its original intended time when retries remain, else counted as a transport error. Call
+    /// with its original intended time when the cause is one a resend is safe for
+    /// (``TransportErrorCause/isRetryable``) and retries remain, else counted as a transport error. Call
     /// ``pump()``.
     public func failed(slot: Int32, cause: TransportErrorCause) {
         var r = slots[Int(slot)]
-        if Int(r.attempt) < plan.retries && !stopped {
+        if cause.isRetryable && Int(r.attempt) < plan.retries && !stopped {
             r.cause = cause
             retryRing[(retryHead + retryCount) % plan.capacity] = r
             retryCount += 1

@@ -12,6 +12,8 @@ public struct ConnectionStats: Sendable, Equatable {
     public var peerMaxStreams: Int?
     /// The TLS handshakes (nil over h2c, or before any connected).
     public var tls: TLSHandshakes?
+    /// Responses whose body was longer than the client keeps (their first bytes were read for a reason).
+    public var truncatedBodies = 0
 
     /// No connections yet.
     public init() {}
@@ -22,6 +24,7 @@ public struct ConnectionStats: Sendable, Equatable {
         goaways += other.goaways
         lost += other.lost
         connectFailures += other.connectFailures
+        truncatedBodies += other.truncatedBodies
         if let p = other.peerMaxStreams { peerMaxStreams = min(peerMaxStreams ?? p, p) }
         if let t = other.tls {
             if tls == nil { tls = t } else { tls!.merge(t) }

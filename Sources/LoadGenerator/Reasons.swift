@@ -38,13 +38,46 @@ public enum Reasons {
     private static let utf8Names: [[UInt8]] = names.map { Array($0.utf8) }
 
     /// Finds the reason in an error body: APNs `{"reason":"BadDeviceToken"}` or FCM's
-    /// `"errorCode": "UNREGISTERED"`. Returns 0 when there is none, ``other`` when unknown.
+    /// `"errorCode": "UNREGISTERED"`. Returns 0 when there is none, ``other`` when unknown, and also
+    /// ``other`` when the body is not one whole JSON object (cut off, as `{"reason":"Shutdown"`, or
+    /// truncated by the client: `complete` false): a reason is only taken from a body that ends.
     /// Scans bytes only: no allocation, no JSON decoding (a body is one small object).
-    public static func index(inBody body: UnsafeRawBufferPointer) -> Int {
-        if let r = value(after: "\"reason\"", in: body) { return lookup(r) }
-        if let r = value(after: "\"errorCode\"", in: body) { return lookup(r) }
-        return 0
+    public static func index(inBody body: UnsafeRawBufferPointer, complete: Bool = true) -> Int {
+        let found = value(after: "\"reason\"", in: body) ?? value(after: "\"errorCode\"", in: body)
+        guard let found else { return 0 }
+        return complete && isWholeObject(body) ? lookup(found) : other
     }
+
+    /// Whether `body` is one JSON object from its first to its last non-blank byte: braces and brackets
+    /// balance outside strings and close exactly at the end. A cheap shape check, not a validation.
+    static func isWholeObject(_ body: UnsafeRawBufferPointer) -> Bool {
+        var i = 0, end = body.count
+        while i < end && isBlank(body[i]) { i += 1 }
+        while end > i && isBlank(body[end - 1]) { end -= 1 }
+        guard i < end, body[i] == UInt8(ascii: "{"), body[end - 1] == UInt8(ascii: "}") else { return false }
+        var depth = 0, inString = false, escaped = false
+        while i < end {
+            let c = body[i]
+            i += 1
+            if inString {
+                if escaped { escaped = false } else if c == UInt8(ascii: "\\") { escaped = true } else if c == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch c {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                // The outermost object closes only at the last byte.
+                if depth == 0 && i != end { return false }
+                if depth < 0 { return false }
+            default: break
+            }
+        }
+        return depth == 0 && !inString
+    }
+
+    @inline(__always) private static func isBlank(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
 
     /// The reason index of `name`, or ``other``.
     public static func index(of name: String) -> Int {

@@ -1,11 +1,44 @@
-/// Why a request ended as a transport error: counted per cause in ``Tally/transportErrorsByCause``.
+/// Why a request ended as a transport error: counted per cause in ``Tally/transportErrorsByCause``,
+/// written to summary.json as `accounting.transport_errors_by_cause`.
 public enum TransportErrorCause: Int, Sendable, CaseIterable {
-    /// The peer reset the stream (RST_STREAM other than REFUSED_STREAM).
-    case reset
-    /// The peer refused the stream (REFUSED_STREAM, or a stream above a GOAWAY's last stream id).
+    // The peer reset the stream (RST_STREAM), one case per HTTP/2 error code (RFC 9113 7), in code order:
+    // the raw value of each is its code.
+    /// RST_STREAM NO_ERROR (0x0).
+    case resetNoError
+    /// RST_STREAM PROTOCOL_ERROR (0x1).
+    case resetProtocolError
+    /// RST_STREAM INTERNAL_ERROR (0x2): the server may have acted on the request; never resent.
+    case resetInternalError
+    /// RST_STREAM FLOW_CONTROL_ERROR (0x3).
+    case resetFlowControlError
+    /// RST_STREAM SETTINGS_TIMEOUT (0x4).
+    case resetSettingsTimeout
+    /// RST_STREAM STREAM_CLOSED (0x5).
+    case resetStreamClosed
+    /// RST_STREAM FRAME_SIZE_ERROR (0x6).
+    case resetFrameSizeError
+    /// RST_STREAM REFUSED_STREAM (0x7): the server did not process the request; safe to resend.
     case refused
-    /// The connection closed with the stream open.
+    /// RST_STREAM CANCEL (0x8).
+    case resetCancel
+    /// RST_STREAM COMPRESSION_ERROR (0x9).
+    case resetCompressionError
+    /// RST_STREAM CONNECT_ERROR (0xa).
+    case resetConnectError
+    /// RST_STREAM ENHANCE_YOUR_CALM (0xb).
+    case resetEnhanceYourCalm
+    /// RST_STREAM INADEQUATE_SECURITY (0xc).
+    case resetInadequateSecurity
+    /// RST_STREAM HTTP_1_1_REQUIRED (0xd).
+    case resetHTTP11Required
+    /// RST_STREAM with a code HTTP/2 does not define.
+    case resetOther
+    /// The stream was above the last stream id of a GOAWAY: not processed; safe to resend.
+    case goAway
+    /// The connection closed (peer EOF, a socket error) with the stream open.
     case connectionLost
+    /// The connection closed because the peer broke the protocol (a malformed frame, bad HPACK).
+    case protocolError
     /// nghttp2 took the request but could not send it.
     case notSent
     /// nghttp2 refused to open a stream for the request.
@@ -13,12 +46,37 @@ public enum TransportErrorCause: Int, Sendable, CaseIterable {
     /// The payload encoder could not write the payload into the stream's slot.
     case encodeFailed
 
+    /// The cause of RST_STREAM with `code`.
+    public static func reset(code: UInt32) -> TransportErrorCause {
+        code <= 0xd ? TransportErrorCause(rawValue: Int(code))! : .resetOther
+    }
+
+    /// Whether `--retry` resends a request cut off this way: only when the server cannot have acted on
+    /// it (REFUSED_STREAM, above a GOAWAY's last stream) or the connection was lost, as the option says.
+    /// A reset such as INTERNAL_ERROR means the server may have acted: resending could push twice.
+    public var isRetryable: Bool { self == .refused || self == .goAway || self == .connectionLost }
+
     /// The cause's name in results (snake case).
     public var name: String {
         switch self {
-        case .reset: "reset"
-        case .refused: "refused"
+        case .resetNoError: "reset_no_error"
+        case .resetProtocolError: "reset_protocol_error"
+        case .resetInternalError: "reset_internal_error"
+        case .resetFlowControlError: "reset_flow_control_error"
+        case .resetSettingsTimeout: "reset_settings_timeout"
+        case .resetStreamClosed: "reset_stream_closed"
+        case .resetFrameSizeError: "reset_frame_size_error"
+        case .refused: "refused_stream"
+        case .resetCancel: "reset_cancel"
+        case .resetCompressionError: "reset_compression_error"
+        case .resetConnectError: "reset_connect_error"
+        case .resetEnhanceYourCalm: "reset_enhance_your_calm"
+        case .resetInadequateSecurity: "reset_inadequate_security"
+        case .resetHTTP11Required: "reset_http_1_1_required"
+        case .resetOther: "reset_other"
+        case .goAway: "goaway"
         case .connectionLost: "connection_lost"
+        case .protocolError: "protocol_error"
         case .notSent: "not_sent"
         case .submitFailed: "submit_failed"
         case .encodeFailed: "encode_failed"

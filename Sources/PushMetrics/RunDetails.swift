@@ -85,6 +85,12 @@ public struct RunAccounting: Sendable, Equatable {
     /// Measured requests the corrected latency does not include: never sent (due, or oversize), cut off
     /// by the transport, or unanswered when the run ended (`not_in_latency`; nil: not written).
     public var notInLatency: Int?
+    /// The measured phase's transport errors by cause (`reset_internal_error`, `refused_stream`,
+    /// `goaway`, `connection_lost`, `protocol_error`, …): they add up to `requests.transport_errors`.
+    public var transportErrorsByCause: [String: Int] = [:]
+    /// Responses whose body was longer than the client keeps (its first bytes are enough for a reason);
+    /// the rest was counted and dropped.
+    public var truncatedResponseBodies = 0
 
     /// The accounting.
     public init(consistent: Bool, retries: Int, notSent: Int, oversizeNotSent: Int, notInLatency: Int? = nil) {
@@ -97,7 +103,9 @@ public struct RunAccounting: Sendable, Equatable {
 
     var json: JSONValue {
         .object([("consistent", .bool(consistent)), ("retries", .int(Int64(retries))), ("not_sent", .int(Int64(notSent))),
-                 ("oversize_not_sent", .int(Int64(oversizeNotSent)))]
+                 ("oversize_not_sent", .int(Int64(oversizeNotSent))),
+                 ("transport_errors_by_cause", .object(transportErrorsByCause.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+                 ("truncated_response_bodies", .int(Int64(truncatedResponseBodies)))]
                 + (notInLatency.map { [("not_in_latency", JSONValue.int(Int64($0)))] } ?? []))
     }
 }

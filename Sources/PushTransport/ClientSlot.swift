@@ -10,6 +10,8 @@ struct ClientSlot: StreamSlot {
     var respStore = ByteStore(capacity: 256)
     var respRefs = HeaderRefList(capacity: 16)
     var respBody = ByteStore(capacity: 256)
+    /// Response body bytes received (kept or not).
+    var respBodyLength = 0
     var active = false
     var done = false
     var context: UInt64 = 0

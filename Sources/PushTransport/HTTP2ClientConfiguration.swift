@@ -17,6 +17,13 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// Whether responses carry their header fields (`HTTP2Response.headers`). A caller that needs only
     /// the status and the body turns this off and saves copying every field of every response.
     public var keepsResponseHeaders: Bool = true
+    /// The most response body bytes kept per stream; the rest is counted (`HTTP2Response.bodyLength`)
+    /// and dropped, so a peer sending huge bodies costs no memory. A load generator needs the first
+    /// bytes only, for an error's reason.
+    public var responseBodyLimit: Int = 1 << 20
+    /// The most response header bytes kept per stream (name + value of each field; `:status` always
+    /// counts); the fields past it are dropped. Only kept headers cost memory.
+    public var responseHeaderLimit: Int = 64 * 1024
     /// Creates the defaults.
     public init() {}
 }

@@ -26,6 +26,12 @@ public final class HTTP2ClientConnection: HTTP2Session {
     public private(set) var isConnected = false
     private var everConnected = false
     private var goAwayReceived = false
+    /// The last stream id and error code of the peer's GOAWAY: streams above it end as `.goAway`.
+    private var goAwayLastStreamID: Int32 = .max
+    private var goAwayErrorCode: UInt32 = 0
+    /// This side answered a protocol error with GOAWAY: nghttp2 then closes the open streams itself
+    /// (REFUSED_STREAM), and they end as the protocol error, not as refused.
+    private var goAwaySentForError = false
     private var connectFailed = false
     /// The peer's settings now in force (defaults until the first SETTINGS arrives).
     public private(set) var peerSettings: HTTP2Settings
@@ -164,8 +170,19 @@ public final class HTTP2ClientConnection: HTTP2Session {
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(cbs) { _, frame, ud in
-            if pb_frame_type(frame!) == UInt8(NGHTTP2_HEADERS.rawValue) {
+            let type = pb_frame_type(frame!)
+            if type == UInt8(NGHTTP2_HEADERS.rawValue) {
                 HTTP2ClientConnection.withClient(ud) { $0.headersSent(pb_frame_stream_id(frame!)) }
+            } else if type == UInt8(NGHTTP2_GOAWAY.rawValue) && pb_frame_goaway_error_code(frame!) != 0 {
+                // nghttp2 answers a peer that broke the protocol with GOAWAY and ends the session: the
+                // close that follows is the peer's doing, not ours.
+                HTTP2ClientConnection.withClient(ud) { c in
+                    c.goAwaySentForError = true
+                    if c.lastProtocolError == nil {
+                        c.lastProtocolError = TransportError(kind: .protocolError, code: NGHTTP2_ERR_PROTO.rawValue,
+                                                             function: "nghttp2_session_mem_recv")
+                    }
+                }
             }
             return 0
         }
@@ -202,6 +219,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
             s.pointee.status = st
             return
         }
+        if s.pointee.respStore.count + namelen + valuelen > configuration.responseHeaderLimit { return }
         let no = s.pointee.respStore.append(name, namelen)
         let vo = s.pointee.respStore.append(value, valuelen)
         s.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(namelen),
@@ -210,7 +228,9 @@ public final class HTTP2ClientConnection: HTTP2Session {
 
     private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) {
         guard let s = slot(for: streamID) else { return }
-        s.pointee.respBody.append(data, len)
+        s.pointee.respBodyLength += len
+        let keep = min(len, configuration.responseBodyLimit - s.pointee.respBody.count)
+        if keep > 0 { s.pointee.respBody.append(data, keep) }
     }
 
     private func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
@@ -231,6 +251,8 @@ public final class HTTP2ClientConnection: HTTP2Session {
             }
         case NGHTTP2_GOAWAY.rawValue:
             goAwayReceived = true
+            goAwayLastStreamID = pb_frame_goaway_last_stream_id(frame)
+            goAwayErrorCode = pb_frame_goaway_error_code(frame)
             isConnected = false
             delegate?.connection(self, didReceiveGoAway: HTTP2GoAway(frame: frame))
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
@@ -249,7 +271,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
         s.pointee.timing.completed = ioTime
         let headers = HTTP2HeaderList(store: UnsafeRawPointer(s.pointee.respStore.base), refs: s.pointee.respRefs.buffer)
         let response = HTTP2Response(streamID: s.pointee.streamID, context: s.pointee.context, status: s.pointee.status, headers: headers,
-                                     body: s.pointee.respBody.bytes, timing: s.pointee.timing)
+                                     body: s.pointee.respBody.bytes, timing: s.pointee.timing, bodyLength: s.pointee.respBodyLength)
         delegate?.connection(self, didReceive: response)
     }
 
@@ -269,14 +291,22 @@ public final class HTTP2ClientConnection: HTTP2Session {
 
     private func headersNotSent(_ streamID: Int32, _ code: Int32) {
         guard let s = slot(for: streamID) else { return }
-        failStream(s, code == NGHTTP2_ERR_START_STREAM_NOT_ALLOWED.rawValue ? .refused : .notSent(code: code))
+        // A stream nghttp2 may no longer start is refused by the peer's GOAWAY.
+        failStream(s, code == NGHTTP2_ERR_START_STREAM_NOT_ALLOWED.rawValue
+                   ? (goAwayReceived ? .goAway(errorCode: goAwayErrorCode) : .refused) : .notSent(code: code))
     }
 
     private func streamClosed(_ streamID: Int32, _ code: UInt32) {
         guard let s = slot(for: streamID) else { return }
         if !s.pointee.done {
-            failStream(s, code == NGHTTP2_REFUSED_STREAM.rawValue ? .refused
-                       : code == 0 ? .reset(errorCode: 0) : .reset(errorCode: code))
+            // nghttp2 closes the streams above a GOAWAY's last stream id with REFUSED_STREAM.
+            let aboveGoAway = goAwayReceived && streamID > goAwayLastStreamID
+            if goAwaySentForError {
+                failStream(s, .protocolError(code: lastProtocolError?.code ?? NGHTTP2_ERR_PROTO.rawValue))
+            } else {
+                failStream(s, code == NGHTTP2_REFUSED_STREAM.rawValue ? (aboveGoAway ? .goAway(errorCode: goAwayErrorCode) : .refused)
+                           : .reset(errorCode: code))
+            }
         }
         nghttp2_session_set_stream_user_data(session, streamID, nil)
         releaseWhenWritten(UnsafeMutableRawPointer(s))
@@ -293,7 +323,9 @@ public final class HTTP2ClientConnection: HTTP2Session {
         while i < slots.count {
             let s = slots[i]
             i += 1
-            if s.pointee.active && !s.pointee.done { failStream(s, .connectionLost) }
+            if s.pointee.active && !s.pointee.done {
+                failStream(s, error.kind == .protocolError ? .protocolError(code: error.code) : .connectionLost)
+            }
             slots.release(s)
         }
         if everConnected {
@@ -347,6 +379,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
         s.pointee.respStore.count = 0
         s.pointee.respRefs.count = 0
         s.pointee.respBody.count = 0
+        s.pointee.respBodyLength = 0
         s.pointee.status = 0
         s.pointee.done = false
         s.pointee.context = context

@@ -8,10 +8,12 @@ public struct HTTP2Response {
     public var status: Int
     /// The response header fields (pseudo-headers excluded).
     public var headers: HTTP2HeaderList
-    /// The response body.
+    /// The response body: all of it, or its first `HTTP2ClientConfiguration.responseBodyLimit` bytes.
     public var body: UnsafeRawBufferPointer
     /// Timestamps of the stream.
     public var timing: HTTP2StreamTiming
+    /// Bytes of body received, kept or not: more than `body.count` when the body was cut to the limit.
+    public var bodyLength: Int
 }
 
 /// Timestamps of one stream, monotonic ns (`EventLoop.nowNanoseconds()`); 0 when it did not happen.

@@ -2,10 +2,16 @@
 public enum HTTP2StreamFailureReason: Sendable, Equatable {
     /// The peer reset the stream (RST_STREAM) with this HTTP/2 error code.
     case reset(errorCode: UInt32)
-    /// The peer refused the stream (REFUSED_STREAM, or above a GOAWAY's last stream id): safe to retry.
+    /// The peer refused the stream (REFUSED_STREAM): safe to retry.
     case refused
+    /// The stream was above the last stream id of the peer's GOAWAY (`errorCode` is the GOAWAY's): not
+    /// processed, safe to retry.
+    case goAway(errorCode: UInt32)
     /// The connection closed with the stream open.
     case connectionLost
+    /// The connection closed because the peer broke the protocol (a malformed frame, bad HPACK; `code` is
+    /// nghttp2's error code).
+    case protocolError(code: Int32)
     /// The request could not be sent (nghttp2 error code).
     case notSent(code: Int32)
 }

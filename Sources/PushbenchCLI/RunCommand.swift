@@ -106,7 +106,7 @@ public struct RunOptions: Equatable, Sendable {
     public var json: Bool = false
     /// `--metrics-listen HOST:PORT`: serve the run's live numbers at `GET /metrics` (Prometheus text, HTTP/1.1).
     public var metricsListen: MetricsAddress?
-    /// `--retry N`: retry requests cut off by a lost connection up to N times.
+    /// `--retry N`: resend up to N times a request the server did not act on (connection lost, REFUSED_STREAM, GOAWAY).
     public var retries: Int = 0
     /// `--send-oversize`: send payloads over the size limit instead of counting them PayloadTooLarge.
     public var sendOversize: Bool = false
@@ -332,7 +332,7 @@ public struct RunCommand: PushbenchCommand {
                 }
                 return text
             },
-            .value("--retry", "N", \.retries, default: "0", help: "retry requests cut off by a lost connection up to N times") {
+            .value("--retry", "N", \.retries, default: "0", help: "resend up to N times a request the server did not act on: cut off by a lost connection, refused (REFUSED_STREAM) or above a GOAWAY's last stream; never one reset otherwise") {
                 text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 0...100)
             },
             .flag("--send-oversize", \.sendOversize,

@@ -51,6 +51,8 @@ extension RunExecution {
         d.warmup = Self.counts(w)
         d.accounting = RunAccounting(consistent: m.check() && w.check(), retries: m.retries + w.retries, notSent: m.notSent,
                                      oversizeNotSent: m.oversizeNotSent, notInLatency: Self.notInLatency(m))
+        d.accounting?.transportErrorsByCause = m.transportErrorCauseCounts
+        d.accounting?.truncatedResponseBodies = r.stats.connections.truncatedBodies
         d.backlog = Backlog(max: r.stats.maxBacklog, blocked: r.stats.blocked)
         d.inFlightMax = r.stats.maxInFlight
         let c = r.stats.connections

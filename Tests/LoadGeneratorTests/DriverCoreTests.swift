@@ -224,6 +224,38 @@ import PushMetrics
         #expect(core.recorder.measured.check())
     }
 
+    /// `--retry` resends what the server cannot have acted on (refused, above a GOAWAY, connection lost)
+    /// and never a stream reset otherwise: INTERNAL_ERROR may follow a delivered push.
+    @Test func onlyRequestsTheServerDidNotActOnAreResent() {
+        let (core, port, clock) = make(rate: 1_000, streams: 8, durationMs: 5, retries: 3)
+        core.begin(at: clock.time)
+        clock.advance(4_000_000)
+        core.pump()
+        #expect(port.started == [0, 1, 2, 3, 4])
+        for cause in [TransportErrorCause.reset(code: 0x2), .refused, .goAway, .connectionLost, .reset(code: 0x8)] {
+            core.failed(slot: port.takeOldest(), cause: cause)
+        }
+        core.pump()
+        let m = core.recorder.measured
+        #expect(port.started == [0, 1, 2, 3, 4, 1, 2, 3])
+        #expect(m.retries == 3)
+        #expect(m.transportErrorCauseCounts == ["reset_internal_error": 1, "reset_cancel": 1])
+        while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+        clock.advance(1_000_000)
+        #expect(core.tick() == .finish)
+        core.finish()
+        #expect(core.recorder.measured.check())
+    }
+
+    @Test func aResetCodeNamesItsCause() {
+        #expect(TransportErrorCause.reset(code: 0x2) == .resetInternalError)
+        #expect(TransportErrorCause.reset(code: 0x7) == .refused)
+        #expect(TransportErrorCause.reset(code: 0xd) == .resetHTTP11Required)
+        #expect(TransportErrorCause.reset(code: 0xe) == .resetOther)
+        #expect(TransportErrorCause.reset(code: .max) == .resetOther)
+        #expect(Set(TransportErrorCause.allCases.map(\.name)).count == TransportErrorCause.allCases.count)
+    }
+
     @Test func aResendTheTransportRefusesIsCountedOnceAndNotAsAResend() {
         let (core, port, clock) = make(rate: 1_000, streams: 2, durationMs: 1, retries: 3)
         core.begin(at: clock.time)

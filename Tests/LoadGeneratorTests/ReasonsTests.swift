@@ -16,4 +16,15 @@ import Testing
         #expect(index(#"{"reason":"#) == 0)
         #expect(index(#"{"reason":"Unterminated"#) == 0)
     }
+
+    /// A reason counts only from a body that is one whole object: a cut-off `{"reason":"Shutdown"` used
+    /// to count as Shutdown.
+    @Test func aTruncatedOrTrailingBodyIsNotItsReason() {
+        #expect(index(#"{"reason":"Shutdown""#) == Reasons.other)
+        #expect(index(#"{"reason":"Shutdown"}garbage"#) == Reasons.other)
+        #expect(index(#"{"reason":"Shutdown"}{"reason":"Shutdown"}"#) == Reasons.other)
+        #expect(Reasons.names[index(#"  {"reason":"BadDeviceToken","x":"}{\"","y":[1,{"z":2}]} "#)] == "BadDeviceToken")
+        let whole = Array(#"{"reason":"BadDeviceToken"}"#.utf8)
+        #expect(whole.withUnsafeBytes { Reasons.index(inBody: $0, complete: false) } == Reasons.other)
+    }
 }

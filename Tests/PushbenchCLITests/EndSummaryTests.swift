@@ -39,11 +39,11 @@ import Testing
         r.measured.byReason[Reasons.names.firstIndex(of: "InternalServerError")!] = 33
         r.measured.transportErrors = 4
         r.measured.transportErrorsByCause[TransportErrorCause.connectionLost.rawValue] = 3
-        r.measured.transportErrorsByCause[TransportErrorCause.reset.rawValue] = 1
+        r.measured.transportErrorsByCause[TransportErrorCause.resetInternalError.rawValue] = 1
         record.counts = RunExecution.counts(r.measured)
         let text = lines(record, r).joined(separator: "\n")
         #expect(text.contains("  failed     by status 400: 100, 500: 33   by reason BadDeviceToken 100, InternalServerError 33"), "\(text)")
-        #expect(text.contains("  transport  connection lost 3, reset 1"), "\(text)")
+        #expect(text.contains("  transport  connection lost 3, reset internal error 1"), "\(text)")
         #expect(text.contains("  connections opened 0  lost 0  goaways 0  connect failures 0"), "\(text)")
     }
 
