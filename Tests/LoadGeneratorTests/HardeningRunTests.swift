@@ -40,6 +40,23 @@ import Testing
         #expect(r.err.contains("tokens.txt:2: token is 10000000 characters, over the 1024-digit limit"), "\(r.err)")
     }
 
+    /// Input quoted in a message reaches the terminal with its control characters written out: a token
+    /// or an option value holding ANSI escapes cannot recolour, clear or retitle the terminal.
+    @Test func inputWithTerminalEscapesIsNeverEchoedRaw() throws {
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("tokens.txt")
+        try Data("ab\u{1B}[31mcd\u{1B}]0;pwned\u{07}\n".utf8).write(to: file)
+        for args in [["--tokens", file.path], ["--target", "http://\u{1B}[31mhost:1"], ["--label", "a\u{1B}[2J\u{9B}"]] {
+            let r = try PushbenchBinary.run(args + ["--rps", "100", "--duration", "1s", "--out", dir.path])
+            #expect(r.status == 2 || r.status == 3, "\(args): \(r.err)")
+            #expect(!r.err.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B }, "\(args): \(r.err)")
+            #expect(!r.out.unicodeScalars.contains { $0.value == 0x1B }, "\(args)")
+        }
+        let r = try PushbenchBinary.run(["--label", "a\u{1B}[2J\u{9B}", "--out", dir.path])
+        #expect(r.err.contains(#"'a\x1b[2J\u{9b}'"#), "\(r.err)")
+    }
+
     /// Starts a run, sends `signals` (the second one `gap` after the first), returns the process.
     func interrupted(_ args: [String], after: TimeInterval, signals: [Int32], gap: TimeInterval = 0.05) throws -> Process {
         let p = Process()
