@@ -1,0 +1,24 @@
+import Foundation
+import Testing
+
+/// The abuse battery (scripts/lib/abuse.py, python h2 and hpack): malformed and truncated frames of every
+/// type, HPACK bombs, floods, rapid reset, clients that never read, slowloris, held bodies, oversized
+/// headers, hostile JSON, thousands of idle connections and a seeded frame fuzzer against
+/// `pushbench gateway`. For each, the gateway stays up, answers a normal request on a fresh connection
+/// during and after, keeps its peak RSS under the budget, and gives back the idle connections' memory.
+/// `scripts/abuse` runs the same with a longer fuzz.
+@Suite(.serialized) struct GatewayAbuseTests {
+    @Test func theGatewayOutlastsEveryAbuse() throws {
+        let bin = try #require(GatewayCommandTests().binary, "build pushbench first (swift build --build-tests)")
+        let script = packageRoot.appendingPathComponent("scripts/lib/abuse.py").path
+        let python = try #require(which("python3"), "python3 is missing: run scripts/setup")
+        let r = try runProcess(python, [script, bin, "--fuzz", "300", "--seed", "17"], timeout: 600)
+        #expect(!r.timedOut)
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        // Every case ran and reported.
+        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 17, "\(r.stdout)\(r.stderr)")
+        #expect(lines.contains { $0.hasPrefix("ok idle_connections_return_their_memory") })
+        #expect(lines.contains { $0.hasPrefix("ok fuzz: ") && $0.contains("300 iterations") })
+    }
+}
