@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "CommandLineOptions", dependencies: ["PushVocabulary"]),
         .target(name: "PushPayload", dependencies: ["PushVocabulary"], swiftSettings: hotPath),
         .target(name: "PushMetrics", dependencies: ["CZlib", "PushVocabulary"], swiftSettings: hotPath),
-        .target(name: "PushTransport", dependencies: ["CUV", "CNGHTTP2", "COpenSSL"], swiftSettings: hotPath),
+        .target(name: "PushTransport", dependencies: ["CUV", "CNGHTTP2", "COpenSSL", "CHTTPParser"], swiftSettings: hotPath),
         // Keys, provider tokens (ES256 JWTs) and test certificates, through OpenSSL: for the gateway's
         // authentication, the sender's tokens and `pushbench credentials`.
         .target(name: "PushCredentials", dependencies: ["COpenSSL", "PushVocabulary"]),

@@ -42,6 +42,14 @@ protocol ByteTransport: AnyObject {
     func close(_ error: TransportError?, notify: Bool)
     /// The peer's address for messages, e.g. `127.0.0.1:54321` (allocates: not for the request path).
     func peerName() -> String
+    /// Ends the sending direction once queued writes are out (TCP FIN), while reads go on: an HTTP/1.1
+    /// server closing after an error answer lets the client read to the end instead of being reset.
+    func shutdownWrite()
+}
+
+extension ByteTransport {
+    /// Default: nothing (the close that follows ends both directions).
+    func shutdownWrite() {}
 }
 
 extension ByteTransport {

@@ -1,3 +1,4 @@
+import CHTTPParser
 import CNGHTTP2
 import COpenSSL
 import CUV
@@ -23,6 +24,8 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         case tls
         /// The peer's certificate did not verify (`code` is OpenSSL's X509_V_ERR_* value).
         case certificate
+        /// The peer broke HTTP/1.1 (`code` is libhttp-parser's `http_errno`, e.g. HPE_INVALID_HEADER_TOKEN).
+        case http1
     }
 
     /// The kind of failure.
@@ -75,6 +78,7 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
             return TLSErrors.reason(UInt(UInt32(bitPattern: code)))
         case .certificate:
             return "certificate verify failed: \(String(cString: X509_verify_cert_error_string(Int(code))))"
+        case .http1: return String(cString: http_errno_description(http_errno(UInt32(code))))
         }
     }
 

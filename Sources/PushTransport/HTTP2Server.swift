@@ -3,7 +3,8 @@ import CUV
 import Glibc
 
 /// An HTTP/2 server on one `EventLoop`: h2c (prior knowledge) on cleartext, HTTP/2 over TLS when the
-/// configuration has a `TLSServerContext`.
+/// configuration has a `TLSServerContext`; with `servesHTTP1` it serves HTTP/1.1 on the same port too
+/// (`HTTP1ServerConnection`).
 ///
 /// Each accepted connection's protocol is chosen before a session starts (`ProtocolSelection`): by
 /// ALPN after a TLS handshake, otherwise by the first bytes; on cleartext with HTTP/2 alone the
@@ -25,6 +26,7 @@ public final class HTTP2Server {
     public weak var delegate: HTTP2ServerDelegate?
     private var listener: UnsafeMutablePointer<uv_tcp_t>?
     private var connections: [UInt64: HTTP2ServerConnection] = [:]
+    private var http1Connections: [UInt64: HTTP1ServerConnection] = [:]
     /// Accepted connections whose protocol is not chosen yet (TLS handshake, first bytes).
     private var pending: [ObjectIdentifier: PendingServerConnection] = [:]
     /// Where connections that chose HTTP/1.1 go; nil refuses them (HTTP/2 only).
@@ -49,8 +51,10 @@ public final class HTTP2Server {
     public internal(set) var requestsReceived: UInt64 = 0
     /// Connections accepted so far.
     public private(set) var connectionsTotal: UInt64 = 0
-    /// Connections open now.
-    public var connectionsOpen: Int { connections.count }
+    /// Connections open now (HTTP/2 and HTTP/1.1).
+    public var connectionsOpen: Int { connections.count + http1Connections.count }
+    /// HTTP/1.1 connections open now.
+    public var http1ConnectionsOpen: Int { http1Connections.count }
     /// Connections refused before a session started (no protocol this server speaks, a failed TLS
     /// handshake, no preface in time).
     public private(set) var connectionsRefused: UInt64 = 0
@@ -72,6 +76,7 @@ public final class HTTP2Server {
             timer.start(afterMilliseconds: interval, repeatMilliseconds: interval)
             sweepTimer = timer
         }
+        if configuration.servesHTTP1 { http1 = HTTP1Sessions(server: self) }
     }
 
     deinit {
@@ -79,6 +84,10 @@ public final class HTTP2Server {
         closeListener()
         closePending()
         for c in connections.values {
+            c.detached = true
+            c.close()
+        }
+        for c in http1Connections.values {
             c.detached = true
             c.close()
         }
@@ -234,12 +243,32 @@ public final class HTTP2Server {
         for p in all { p.close() }
     }
 
+    /// An HTTP/1.1 session takes a connection whose protocol was chosen (`HTTP1Sessions`).
+    func startHTTP1(_ t: ByteTransport, firstBytes: UnsafeRawBufferPointer) {
+        nextID += 1
+        let c = HTTP1ServerConnection(server: self, id: nextID, transport: t)
+        http1Connections[c.id] = c
+        delegate?.server(self, http1ConnectionDidOpen: c)
+        c.start()
+        if firstBytes.count > 0 && !c.isClosed { c.transportDidRead(firstBytes) }
+    }
+
     func connectionClosed(_ c: HTTP2ServerConnection, _ error: TransportError) {
         guard connections.removeValue(forKey: c.id) != nil else { return }
         removeFromSweep(c)
         closedSinceTrim += 1
         delegate?.server(self, connectionDidClose: c, error: error)
-        if shuttingDown && connections.isEmpty, let done = shutdownDone {
+        finishShutdownIfDone()
+    }
+
+    func http1ConnectionClosed(_ c: HTTP1ServerConnection, _ error: TransportError) {
+        guard http1Connections.removeValue(forKey: c.id) != nil else { return }
+        delegate?.server(self, http1ConnectionDidClose: c, error: error)
+        finishShutdownIfDone()
+    }
+
+    private func finishShutdownIfDone() {
+        if shuttingDown && connections.isEmpty && http1Connections.isEmpty, let done = shutdownDone {
             shutdownDone = nil
             done()
         }
@@ -296,12 +325,13 @@ public final class HTTP2Server {
         closePending()
         shuttingDown = true
         shutdownDone = done
-        if connections.isEmpty {
+        if connections.isEmpty && http1Connections.isEmpty {
             shutdownDone = nil
             done?()
             return
         }
         for c in connections.values { c.shutdownGracefully() }
+        for c in Array(http1Connections.values) { c.shutdownGracefully() }
     }
 
     /// Abrupt close: stop accepting and close every connection now.
@@ -309,6 +339,20 @@ public final class HTTP2Server {
         closeListener()
         closePending()
         for c in Array(connections.values) { c.close() }
+        for c in Array(http1Connections.values) { c.close() }
+    }
+}
+
+/// The HTTP/1.1 sessions of a server with `servesHTTP1`: what `ProtocolSelection` hands a connection
+/// to when ALPN chose `http/1.1` or its first bytes were not the HTTP/2 preface.
+final class HTTP1Sessions: ServerSessionStarter {
+    // unowned(unsafe): the server owns this object.
+    unowned(unsafe) let server: HTTP2Server
+
+    init(server: HTTP2Server) { self.server = server }
+
+    func startSession(on transport: ByteTransport, firstBytes: UnsafeRawBufferPointer, tls: TLSConnectionInfo?) {
+        server.startHTTP1(transport, firstBytes: firstBytes)
     }
 }
 

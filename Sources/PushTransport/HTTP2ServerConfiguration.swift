@@ -29,6 +29,12 @@ public struct HTTP2ServerConfiguration: Sendable {
         get { limits.maxRequestBodySize }
         set { limits.maxRequestBodySize = newValue }
     }
+    /// Serve HTTP/1.1 on the same port as well: each cleartext connection is HTTP/2 when it starts with
+    /// the HTTP/2 preface, HTTP/1.1 otherwise (requests go to the delegate's HTTP/1.1 `didReceive`).
+    public var servesHTTP1 = false
+    /// An HTTP/1.1 request still unfinished this long after its first bytes is answered 408 and its
+    /// connection closed (0: wait for ever).
+    public var http1RequestTimeoutMilliseconds: UInt64 = 10_000
     /// Creates the defaults.
     public init() {}
 }

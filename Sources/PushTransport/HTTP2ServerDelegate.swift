@@ -19,6 +19,13 @@ public protocol HTTP2ServerDelegate: AnyObject {
     /// ``ServerLimit/connections`` and ``ServerLimit/descriptors``). Called each time; a logger says the
     /// first of each kind.
     func server(_ server: HTTP2Server, connection: HTTP2ServerConnection?, didEnforce limit: ServerLimit)
+    /// A complete HTTP/1.1 request (servers with `servesHTTP1`); the next one on its connection is read
+    /// once it is answered.
+    func server(_ server: HTTP2Server, didReceive request: HTTP1ServerRequest)
+    /// An HTTP/1.1 connection opened (its first bytes were not the HTTP/2 preface).
+    func server(_ server: HTTP2Server, http1ConnectionDidOpen connection: HTTP1ServerConnection)
+    /// An HTTP/1.1 connection closed.
+    func server(_ server: HTTP2Server, http1ConnectionDidClose connection: HTTP1ServerConnection, error: TransportError)
 }
 
 extension HTTP2ServerDelegate {
@@ -35,4 +42,12 @@ extension HTTP2ServerDelegate {
     /// Default: ignore.
     public func server(_ server: HTTP2Server, didRefuseConnectionFrom peer: String, reason: String) {}
     public func server(_ server: HTTP2Server, connection: HTTP2ServerConnection?, didEnforce limit: ServerLimit) {}
+    /// Default: 501 Not Implemented.
+    public func server(_ server: HTTP2Server, didReceive request: HTTP1ServerRequest) {
+        request.connection.respond(to: request.sequence, status: 501)
+    }
+    /// Default: ignore.
+    public func server(_ server: HTTP2Server, http1ConnectionDidOpen connection: HTTP1ServerConnection) {}
+    /// Default: ignore.
+    public func server(_ server: HTTP2Server, http1ConnectionDidClose connection: HTTP1ServerConnection, error: TransportError) {}
 }

@@ -176,6 +176,14 @@ final class TCPTransport: ByteTransport {
         return addr.ss_family == sa_family_t(AF_INET6) ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
+    func shutdownWrite() {
+        if closing { return }
+        // Its own request (the block's write request may be in use); freed by its callback, which libuv
+        // also calls (ECANCELED) when the handle closes first.
+        let req = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        if uv_shutdown(req, stream, { req, _ in req?.deallocate() }) != 0 { req.deallocate() }
+    }
+
     func close(_ error: TransportError?, notify: Bool) {
         if closing { return }
         closing = true
