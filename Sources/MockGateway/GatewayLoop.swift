@@ -9,10 +9,15 @@ final class ConnectionEntry {
     init(state: GatewayConnectionState) { self.state = state }
 }
 
+/// Where an answer goes: a stream of an HTTP/2 connection, or the request waiting on an HTTP/1.1 one.
+enum ResponseTarget {
+    case http2(HTTP2ServerConnection, streamID: Int32)
+    case http1(HTTP1ServerConnection, sequence: UInt64)
+}
+
 /// A response held back until its latency has passed.
 struct DelayedResponse {
-    var connection: HTTP2ServerConnection
-    var streamID: Int32
+    var target: ResponseTarget
     var response: GatewayResponse
 }
 
@@ -85,6 +90,8 @@ final class GatewayLoop: HTTP2ServerDelegate {
         c.limits.maxBodyMemory = max(configuration.limits.maxRequestBodySize, configuration.limits.maxBodyMemory / configuration.threads)
         c.connectionCap = connectionCap
         c.reusePort = reusePort
+        // One port for both: HTTP/1.1 senders (firebase-admin's send(), the OAuth2 token fetch) beside h2c.
+        c.servesHTTP1 = true
         return c
     }
 
@@ -186,28 +193,131 @@ final class GatewayLoop: HTTP2ServerDelegate {
         parsed.body = request.body
         let connection = request.connection
         guard let entry = connections[connection.id] else { return }
-        switch machine.handle(parsed, connection: &entry.state, now: request.receivedAt) {
+        act(machine.handle(parsed, connection: &entry.state, now: request.receivedAt),
+            .http2(connection, streamID: request.streamID), receivedAt: request.receivedAt)
+    }
+
+    /// Does what the state machine decided for a request from `target`.
+    @inline(__always)
+    private func act(_ action: GatewayAction, _ target: ResponseTarget, receivedAt: UInt64) {
+        switch action {
         case .respond(let response):
-            send(response, on: connection, stream: request.streamID)
+            switch target {
+            case .http2(let connection, let stream): send(response, on: connection, stream: stream)
+            case .http1(let connection, let sequence): send(response, on: connection, sequence: sequence)
+            }
         case .respondLater(let delay, let response):
-            let item = DelayedResponse(connection: connection, streamID: request.streamID, response: response)
-            if delayed.insert(item, deadline: request.receivedAt &+ delay) { arm(request.receivedAt &+ delay) }
+            let item = DelayedResponse(target: target, response: response)
+            if delayed.insert(item, deadline: receivedAt &+ delay) { arm(receivedAt &+ delay) }
         case .stats:
             var json = GatewayStats(summing: allCounters).json
-            json.withUTF8 { body in
-                _ = connection.respond(to: request.streamID, status: 200, body: UnsafeRawBufferPointer(body)) { h in
-                    h.add("content-type", "application/json")
-                }
+            json.withUTF8 { respond(target, status: 200, UnsafeRawBufferPointer($0), contentType: "application/json", noStore: false) }
+        case .oauthToken(let status, var body):
+            body.withUTF8 {
+                respond(target, status: Int(status), UnsafeRawBufferPointer($0), contentType: "application/json; charset=utf-8",
+                        noStore: true)
             }
         case .metrics:
             var text = GatewayStats(summing: allCounters).prometheusText
-            text.withUTF8 { body in
-                _ = connection.respond(to: request.streamID, status: 200, body: UnsafeRawBufferPointer(body)) { h in
-                    h.add("content-type", "text/plain; version=0.0.4; charset=utf-8")
-                }
+            text.withUTF8 {
+                respond(target, status: 200, UnsafeRawBufferPointer($0), contentType: "text/plain; version=0.0.4; charset=utf-8",
+                        noStore: false)
             }
         case .drop:
-            connection.close()
+            switch target {
+            case .http2(let connection, _): connection.close()
+            case .http1(let connection, _): connection.close()
+            }
+        }
+    }
+
+    /// An answer that is not a push response (`/stats`, `/metrics`, the token endpoint).
+    private func respond(_ target: ResponseTarget, status: Int, _ body: UnsafeRawBufferPointer, contentType: StaticString,
+                         noStore: Bool) {
+        switch target {
+        case .http2(let connection, let stream):
+            _ = connection.respond(to: stream, status: status, body: body) { h in
+                h.add("content-type", contentType)
+                if noStore { h.add("cache-control", "no-cache, no-store, max-age=0, must-revalidate") }
+            }
+        case .http1(let connection, let sequence):
+            _ = connection.respond(to: sequence, status: status, body: body) { h in
+                h.add("content-type", contentType)
+                if noStore { h.add("cache-control", "no-cache, no-store, max-age=0, must-revalidate") }
+            }
+        }
+    }
+
+    // MARK: HTTP/1.1
+
+    func server(_ server: HTTP2Server, http1ConnectionDidOpen connection: HTTP1ServerConnection) {
+        connections[connection.id] = ConnectionEntry(state: machine.connectionOpened(now: loop.now))
+    }
+
+    func server(_ server: HTTP2Server, http1ConnectionDidClose connection: HTTP1ServerConnection, error: TransportError) {
+        if connections.removeValue(forKey: connection.id) != nil { machine.connectionClosed() }
+    }
+
+    func server(_ server: HTTP2Server, didReceive request: HTTP1ServerRequest) {
+        let connection = request.connection
+        guard let entry = connections[connection.id] else { return }
+        machine.counters.countHTTP1Request()
+        if machine.route(method: request.method, path: request.path) == .apns {
+            refuseAPNsOverHTTP1(request)
+            return
+        }
+        var parsed = GatewayRequest()
+        parsed.method = request.method
+        parsed.path = request.path
+        let headers = request.headers
+        var i = 0
+        while i < headers.count {
+            let field = headers[i]
+            parsed.setHeader(name: field.name, value: field.value)
+            i += 1
+        }
+        parsed.body = request.body
+        act(machine.handle(parsed, connection: &entry.state, now: request.receivedAt),
+            .http1(connection, sequence: request.sequence), receivedAt: request.receivedAt)
+    }
+
+    /// APNs is HTTP/2 only, and answers an HTTP/1.1 request as an HTTP/2 server answers a client that
+    /// skipped the preface: its SETTINGS, then GOAWAY(PROTOCOL_ERROR) naming the request line, then it
+    /// closes (docs/gateway.md "HTTP/1.1").
+    private func refuseAPNsOverHTTP1(_ request: HTTP1ServerRequest) {
+        machine.counters.countHTTP1Refused()
+        var text = "Unexpected HTTP/1.x request: " + request.method.pbString + " " + request.path.pbString + " "
+        let settings: [(id: UInt16, value: UInt32)] = [(0x3, UInt32(clamping: machine.configuration.maxConcurrentStreams)),
+                                                       (0x4, UInt32(clamping: server.configuration.initialWindowSize))]
+        text.withUTF8 { debug in
+            _ = request.connection.refuseAsHTTP2Only(request.sequence, settings: settings, debugData: UnsafeRawBufferPointer(debug))
+        }
+    }
+
+    /// Sends `response` on an HTTP/1.1 connection. A GOAWAY behaviour becomes `Connection: close` on
+    /// this answer (HTTP/1.1's way to say no more requests here); SETTINGS changes have no equivalent.
+    private func send(_ response: GatewayResponse, on connection: HTTP1ServerConnection, sequence: UInt64) {
+        if response.goaway != nil { connection.shutdownGracefully() }
+        let id = response.apnsID
+        if let fcm = response.fcm {
+            let n = fcm.render(into: fcmBody)
+            _ = connection.respond(to: sequence, status: Int(response.status),
+                                   body: UnsafeRawBufferPointer(rebasing: fcmBody[0..<n])) { h in
+                h.add("content-type", "application/json; charset=UTF-8")
+            }
+        } else if let reason = response.reason {
+            var body = reasonBody(reason)
+            if let ts = response.timestampMillis {
+                body = UnsafeRawBufferPointer(rebasing: fcmBody[0..<Self.writeReasonWithTimestamp(body, ts, into: fcmBody)])
+            }
+            _ = connection.respond(to: sequence, status: Int(response.status), body: body) { h in
+                id.withBytes { h.add("apns-id", $0) }
+                h.add("content-type", "application/json")
+            }
+        } else {
+            _ = connection.respond(to: sequence, status: Int(response.status)) { h in
+                id.withBytes { h.add("apns-id", $0) }
+            }
         }
     }
 
@@ -284,7 +394,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
     private func delayTimerFired() {
         let now = loop.now
         while let due = delayed.popDue(now: now) {
-            send(due.response, on: due.connection, stream: due.streamID)
+            act(.respond(due.response), due.target, receivedAt: now)
         }
         if let next = delayed.nextDeadline { arm(next) }
     }

@@ -234,6 +234,35 @@ extension GatewayConfiguration {
                 }
                 return text
             },
+            .value("--fcm-auth", "off|oauth", \.fcm.auth, default: "off",
+                   help: "oauth: the send route accepts only unexpired access tokens from the token endpoint (401 UNAUTHENTICATED otherwise); off: any bearer token") {
+                text, name throws(UsageError) in try ValueParser.choice(text, option: name, FCMAuthMode.allCases)
+            },
+            .value("--fcm-service-account", "FILE", \.fcm.serviceAccount,
+                   help: "service-account JSON whose key checks the token endpoint's assertions (pushbench credentials fcm writes one); without it any well-formed assertion is accepted") {
+                text, name throws(UsageError) in
+                do throws(CredentialError) { return try ServiceAccount(contentsOfFile: text) } catch {
+                    throw UsageError("\(name): \(error.message)")
+                }
+            },
+            Option("--fcm-token-path", "PATH", repeats: true, default: "/token",
+                   help: "another path the OAuth2 token endpoint answers on, besides /token (repeatable), e.g. the path of your service account's token_uri") {
+                (config, value) throws(UsageError) in
+                guard value.hasPrefix("/"), !value.hasPrefix("/v1/"), !value.hasPrefix("/3/"), value != "/stats",
+                      value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                    throw UsageError("--fcm-token-path: '\(value)' is not a path of its own (it must start with / and not be an FCM, APNs or /stats path)")
+                }
+                if !config.fcm.tokenPaths.contains(value) { config.fcm.tokenPaths.append(value) }
+            },
+            .value("--fcm-token-lifetime", "T", \.fcm.accessTokenLifetimeSeconds, default: "3599s",
+                   help: "expires_in of the access tokens the token endpoint issues (short ones test a sender's refresh)") {
+                text, name throws(UsageError) in
+                let seconds = try ValueParser.duration(text, option: name)
+                guard seconds >= 1, seconds <= 86_400, seconds == seconds.rounded() else {
+                    throw UsageError("\(name): '\(text)' is not a whole number of seconds from 1s to 24h")
+                }
+                return Int(seconds)
+            },
         ] + GatewayTLS.options)
     }
 

@@ -41,8 +41,24 @@ public enum GatewayAction: Equatable, Sendable {
     case stats
     /// Answer `GET /metrics` with every loop's counters in Prometheus's text format.
     case metrics
+    /// Answer the OAuth2 token endpoint: `status` and the JSON `body` (not a push request; never delayed).
+    case oauthToken(status: UInt16, body: String)
     /// Close the TCP connection abruptly: no response, no GOAWAY.
     case drop
+}
+
+/// Where a request goes, by its method and path (``GatewayStateMachine/route(method:path:)``).
+public enum GatewayRoute: Sendable, Equatable {
+    /// `POST /3/device/<token>` and every path no other route takes: the APNs provider API.
+    case apns
+    /// `/v1/…`: the FCM HTTP v1 API.
+    case fcm
+    /// `GET /stats`.
+    case stats
+    /// `GET /metrics`.
+    case metrics
+    /// `/token` and each `--fcm-token-path`: the OAuth2 token endpoint FCM senders get access tokens from.
+    case oauthToken
 }
 
 /// Per-connection state the state machine keeps (owned by the connection, passed `inout`).
@@ -109,8 +125,7 @@ public struct GatewayStateMachine {
         failureTotal = configuration.failures.reduce(0) { $0 + $1.fraction }
         latencyOn = configuration.latency != .none
         tokenAuth = configuration.auth.mode == .token ? ProviderTokenAuthenticator(configuration.auth) : nil
-        fcm = FCMEngine(configuration: configuration, loopIndex: loopIndex, counters: counters.fcm,
-                        wallClockMillis: clock.wallMillis)
+        fcm = FCMEngine(configuration: configuration, loopIndex: loopIndex, counters: counters.fcm, clock: clock)
     }
 
     /// A new connection: counts it and returns its state. `certificate` is the client certificate the
@@ -153,12 +168,28 @@ public struct GatewayStateMachine {
         return configuration.goawayReason
     }
 
+    /// The route of a request with `method` and `path`.
+    @inline(__always)
+    public func route(method: UnsafeRawBufferPointer?, path: UnsafeRawBufferPointer?) -> GatewayRoute {
+        guard let path else { return .apns }
+        if hasPrefix(path, "/v1/") { return .fcm }
+        if let method, equals(method, "GET") {
+            if equals(path, "/stats") { return .stats }
+            if equals(path, "/metrics") { return .metrics }
+        }
+        if fcm.isTokenPath(path) { return .oauthToken }
+        return .apns
+    }
+
     /// Decides the answer to `request`.
     public mutating func handle(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState,
                                 now: UInt64) -> GatewayAction {
-        if let method = request.method, let path = request.path, equals(method, "GET") {
-            if equals(path, "/stats") { return .stats }
-            if equals(path, "/metrics") { return .metrics }
+        let route = route(method: request.method, path: request.path)
+        if route == .stats { return .stats }
+        if route == .metrics { return .metrics }
+        if route == .oauthToken {
+            let (status, body) = fcm.tokenEndpoint(request, nowMillis: clock.wallMillis(at: now))
+            return .oauthToken(status: status, body: body)
         }
         counters.countRequest(bodyBytes: request.body.count)
         connection.streams += 1
@@ -173,7 +204,7 @@ public struct GatewayStateMachine {
             id = APNsID(random: ids.next(), ids.next())
         }
         var response = GatewayResponse(status: 200, apnsID: id)
-        if let path = request.path, hasPrefix(path, "/v1/") {
+        if route == .fcm {
             let answer = fcm.decide(request, random: &random, now: now)
             response.status = answer.status
             response.fcm = answer

@@ -36,6 +36,10 @@ public struct GatewayStats: Equatable, Sendable {
     public var delayedResponses: UInt64 = 0
     /// See ``delayedResponses``.
     public var injectedDelayNanos: UInt64 = 0
+    /// Requests that came over HTTP/1.1 (of every route; JSON `"http1":{"requests":…}`, present once non-zero).
+    public var http1Requests: UInt64 = 0
+    /// HTTP/1.1 requests to the APNs route, refused as APNs refuses them (`"http1":{…,"refused":…}`).
+    public var http1Refused: UInt64 = 0
 
     /// An empty set of numbers.
     public init() {}
@@ -50,6 +54,7 @@ public struct GatewayStats: Equatable, Sendable {
             + ",\"by_reason\":\(object(byReason) { $0 }),\"bytes_in\":\(bytesIn)"
             + ",\"connections_open\":\(connectionsOpen),\"connections_total\":\(connectionsTotal)"
             + ",\"goaways\":\(goaways),\"drops\":\(drops)"
+            + (http1Requests == 0 ? "" : ",\"http1\":{\"requests\":\(http1Requests),\"refused\":\(http1Refused)}")
             + (limits.isEmpty ? "" : ",\"limits\":\(object(limits) { $0 })")
             + (delayedResponses == 0 ? "" : ",\"latency_injected\":{\"responses\":\(delayedResponses),\"seconds\":\(Double(injectedDelayNanos) / 1e9)}")
             + (fcm.isEmpty ? "}" : ",\"fcm\":\(fcm.json)}")
@@ -96,6 +101,7 @@ struct CounterSlots: @unchecked Sendable {
 public final class GatewayCounters: Sendable {
     /// Slots: fixed counters, then statuses 100...599, then reason codes 0..<64, then limits, then injected latency.
     static let requestsSlot = 0, bytesInSlot = 1, openedSlot = 2, closedSlot = 3, goawaySlot = 4, dropSlot = 5
+    static let http1RequestsSlot = 6, http1RefusedSlot = 7
     static let statusBase = 8, reasonBase = 8 + 500, limitBase = 8 + 500 + 64
     static let delayedSlot = limitBase + ServerLimit.allCases.count, delayNanosSlot = delayedSlot + 1
     static let slotCount = delayNanosSlot + 1
@@ -143,6 +149,10 @@ public final class GatewayCounters: Sendable {
     }
     /// Counts a limit the transport enforced.
     public func limitEnforced(_ limit: ServerLimit) { add(Self.limitBase + limit.rawValue) }
+    /// Counts a request received over HTTP/1.1.
+    @inline(__always) public func countHTTP1Request() { add(Self.http1RequestsSlot) }
+    /// Counts an HTTP/1.1 request refused as APNs refuses it.
+    public func countHTTP1Refused() { add(Self.http1RefusedSlot) }
 
     /// Adds these counters into `stats`.
     public func accumulate(into stats: inout GatewayStats) {
@@ -155,6 +165,8 @@ public final class GatewayCounters: Sendable {
         stats.drops += value(Self.dropSlot)
         stats.delayedResponses += value(Self.delayedSlot)
         stats.injectedDelayNanos += value(Self.delayNanosSlot)
+        stats.http1Requests += value(Self.http1RequestsSlot)
+        stats.http1Refused += value(Self.http1RefusedSlot)
         fcm.accumulate(into: &stats.fcm, now: FCMCounters.monotonicNanos())
         for s in 0..<500 {
             let n = value(Self.statusBase + s)

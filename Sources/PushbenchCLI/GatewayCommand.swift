@@ -8,8 +8,10 @@ public struct GatewayCommand: PushbenchCommand {
     public static let usage = """
     USAGE: pushbench gateway [options]
 
-    Emulates the APNs provider API (POST /3/device/<token>) over HTTP/2: cleartext (prior knowledge) by
-    default, TLS with --tls (a certificate generated at start) or --tls-cert/--tls-key.
+    Emulates the APNs provider API (POST /3/device/<token>) and FCM HTTP v1 (POST
+    /v1/projects/<id>/messages:send) with its OAuth2 token endpoint (POST /token) on one port: HTTP/2
+    cleartext (prior knowledge) and HTTP/1.1 by default, TLS with --tls (a certificate generated at start)
+    or --tls-cert/--tls-key, where ALPN chooses h2 or http/1.1. APNs refuses HTTP/1.1 as the real one does.
     Every behaviour is off by default: a valid request is answered 200 at once. GET /stats answers JSON
     counts, GET /metrics the same in Prometheus's text format. SIGINT/SIGTERM/SIGHUP: finish the streams
     in flight, GOAWAY, print the final stats, exit 0.
@@ -36,11 +38,11 @@ public struct GatewayCommand: PushbenchCommand {
         }
         let mode: String
         if !configuration.tls.isEnabled {
-            mode = "h2c, prior knowledge"
+            mode = "h2c with prior knowledge, and HTTP/1.1"
         } else if let out = configuration.tls.certificateOut {
-            mode = "TLS, h2; a generated certificate for \(configuration.tls.generatedNames.joined(separator: ", ")): clients trust \(out)"
+            mode = "TLS, h2 and http/1.1; a generated certificate for \(configuration.tls.generatedNames.joined(separator: ", ")): clients trust \(out)"
         } else {
-            mode = "TLS, h2; certificate \(configuration.tls.certificateFile ?? "-")"
+            mode = "TLS, h2 and http/1.1; certificate \(configuration.tls.certificateFile ?? "-")"
         }
         let descriptors = DescriptorLimit.raiseToHard()
         if let warning = ListenWarning.message(host: configuration.host, port: configuration.port,

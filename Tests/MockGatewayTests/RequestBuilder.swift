@@ -53,7 +53,7 @@ extension GatewayAction {
     var response: GatewayResponse? {
         switch self {
         case .respond(let r), .respondLater(_, let r): r
-        case .stats, .metrics, .drop: nil
+        case .stats, .metrics, .drop, .oauthToken: nil
         }
     }
 }

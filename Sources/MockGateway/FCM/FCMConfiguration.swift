@@ -1,4 +1,5 @@
 import Foundation
+import PushCredentials
 import PushVocabulary
 
 /// The FCM side of the mock gateway (and token churn, which both routes share), from
@@ -27,6 +28,16 @@ public struct FCMConfiguration: Equatable, Sendable {
     public var failures: [FCMFailureRate] = []
     /// The `apns-topic` FCM puts on the APNs request when `apns.headers` has none (`--fcm-apns-topic`).
     public var appleTopic = "com.example.pushbench"
+    /// How the send route checks bearer tokens (`--fcm-auth`): any well-formed one, or only access
+    /// tokens the token endpoint issued and that have not expired.
+    public var auth = FCMAuthMode.off
+    /// The service account whose key checks token-endpoint assertions (`--fcm-service-account FILE`);
+    /// nil accepts any well-formed assertion.
+    public var serviceAccount: ServiceAccount?
+    /// Paths the OAuth2 token endpoint answers on: `/token` and each `--fcm-token-path`.
+    public var tokenPaths = ["/token"]
+    /// `expires_in` of the access tokens issued, and how long they are accepted (`--fcm-token-lifetime`).
+    public var accessTokenLifetimeSeconds = 3599
 
     /// The defaults.
     public init() {}

@@ -32,8 +32,15 @@ struct FCMEngine {
     private let churnSeed: UInt64
     private let failures: [FCMFailureRate]
     private let failureTotal: Double
+    private let clock: GatewayClock
+    private let checksAccessTokens: Bool
+    private var tokenEndpoint: OAuthTokenEndpoint
 
-    init(configuration: GatewayConfiguration, loopIndex: Int, counters: FCMCounters, wallClockMillis: Int64) {
+    init(configuration: GatewayConfiguration, loopIndex: Int, counters: FCMCounters, clock: GatewayClock) {
+        let wallClockMillis = clock.wallMillis
+        self.clock = clock
+        checksAccessTokens = configuration.fcm.auth == .oauth
+        tokenEndpoint = OAuthTokenEndpoint(configuration: configuration.fcm, tokens: AccessTokens(clock: clock), loopIndex: loopIndex)
         self.configuration = configuration
         self.counters = counters
         let fcm = configuration.fcm
@@ -82,6 +89,29 @@ struct FCMEngine {
         return wallClockAtStartMillis + Int64(u / rate * 1000)
     }
 
+    // MARK: the OAuth2 token endpoint
+
+    /// Whether `path` is one the token endpoint answers on.
+    @inline(__always)
+    func isTokenPath(_ path: UnsafeRawBufferPointer) -> Bool {
+        let paths = configuration.fcm.tokenPaths
+        var i = 0
+        while i < paths.count {
+            var p = paths[i]
+            if p.withUTF8({ path.elementsEqual(UnsafeRawBufferPointer($0)) }) { return true }
+            i += 1
+        }
+        return false
+    }
+
+    /// The token endpoint's answer to `request` (status, JSON body), counted.
+    mutating func tokenEndpoint(_ request: borrowing GatewayRequest, nowMillis: Int64) -> (UInt16, String) {
+        counters.add(FCMCounters.tokenRequests)
+        let answer = tokenEndpoint.answer(method: request.method, body: request.body, nowMillis: nowMillis)
+        counters.add(answer.0 == 200 ? FCMCounters.tokensIssued : FCMCounters.tokenRefusals)
+        return answer
+    }
+
     // MARK: the send request
 
     /// Decides the answer to an FCM request (`request.path` starts with `/v1/`).
@@ -105,6 +135,10 @@ struct FCMEngine {
             return FCMResponse(status: 401, code: nil, problem: .missingCredentials)
         }
         guard Self.isBearer(auth) else { return FCMResponse(status: 401, code: nil, problem: .invalidCredentials) }
+        if checksAccessTokens,
+           !tokenEndpoint.tokens.isValid(UnsafeRawBufferPointer(rebasing: auth[7...]), nowMillis: clock.wallMillis(at: now)) {
+            return FCMResponse(status: 401, code: nil, problem: .invalidCredentials)
+        }
 
         if quota != nil {
             quota!.advance(now: now)

@@ -28,12 +28,19 @@ public struct FCMStats: Equatable, Sendable {
     public var churnRefusals: UInt64 = 0
     /// The first `--capture N` delivered Apple pushes.
     public var captured: [FCMCapturedPush] = []
+    /// Requests to the OAuth2 token endpoint, access tokens it issued, and assertions it refused
+    /// (JSON `"oauth":{"token_requests":…,"tokens_issued":…,"refused":…}`, present once it was asked).
+    public var tokenRequests: UInt64 = 0
+    /// Access tokens issued.
+    public var tokensIssued: UInt64 = 0
+    /// Token requests refused (400/405).
+    public var tokenRefusals: UInt64 = 0
 
     /// Empty numbers.
     public init() {}
 
     /// Whether anything FCM-related happened (the `"fcm"` key is left out of /stats otherwise).
-    public var isEmpty: Bool { requests == 0 && churnedTokens == 0 && churnRefusals == 0 }
+    public var isEmpty: Bool { requests == 0 && churnedTokens == 0 && churnRefusals == 0 && tokenRequests == 0 }
 
     /// The numbers as a JSON object.
     public var json: String {
@@ -42,6 +49,7 @@ public struct FCMStats: Equatable, Sendable {
             + ",\"topic_messages\":\(topicMessages),\"device_deliveries\":\(deviceDeliveries)"
             + ",\"fanout_pending\":\(fanoutPending),\"by_code\":\(codes)"
             + ",\"churned_tokens\":\(churnedTokens),\"churn_refusals\":\(churnRefusals)"
+            + (tokenRequests == 0 ? "" : ",\"oauth\":{\"token_requests\":\(tokenRequests),\"tokens_issued\":\(tokensIssued),\"refused\":\(tokenRefusals)}")
             + ",\"captured\":\(captureJSON)}"
     }
 
@@ -91,6 +99,7 @@ public struct FCMCapturedPush: Equatable, Sendable {
 public final class FCMCounters: Sendable {
     static let requests = 0, accepted = 1, validated = 2, topicMessages = 3, direct = 4
     static let fanoutEnqueued = 5, fanoutBacklog = 6, fanoutLast = 7, fanoutRate = 8, churned = 9, churnRefusals = 10
+    static let tokenRequests = 11, tokensIssued = 12, tokenRefusals = 13
     static let codeBase = 16, slotCount = 16 + 16
 
     private let slots = CounterSlots(count: slotCount)
@@ -155,6 +164,9 @@ public final class FCMCounters: Sendable {
         stats.fanoutPending += pending
         stats.churnedTokens += value(Self.churned)
         stats.churnRefusals += value(Self.churnRefusals)
+        stats.tokenRequests += value(Self.tokenRequests)
+        stats.tokensIssued += value(Self.tokensIssued)
+        stats.tokenRefusals += value(Self.tokenRefusals)
         for code in FCMErrorCode.allCases {
             let n = value(Self.codeBase + Int(code.code))
             if n > 0 { stats.byCode[code.rawValue, default: 0] += n }
