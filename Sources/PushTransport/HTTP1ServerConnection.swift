@@ -29,12 +29,10 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     private let dates: HTTPDateCache
 
     // The request being read: its target and header fields in one store, the body in another.
-    private var store = ByteStore(capacity: 1024)
-    private var refs = HeaderRefList(capacity: 16)
+    private var fields = HTTP1HeaderCollector()
     private var body = ByteStore(capacity: 1024)
     private var urlOffset = 0
     private var urlLength = 0
-    private var lastWasValue = false
     private var inMessage = false
     private var messageComplete = false
     private var expectsContinue = false
@@ -89,8 +87,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         transport?.owner = nil
         transport?.close(nil, notify: false)
         parser.free()
-        store.free()
-        refs.free()
+        fields.free()
         body.free()
         buffers[0].free()
         buffers[1].free()
@@ -125,12 +122,10 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     }()
 
     private func messageBegan() -> Int32 {
-        store.count = 0
-        refs.count = 0
+        fields.reset()
         body.count = 0
         urlOffset = 0
         urlLength = 0
-        lastWasValue = false
         expectsContinue = false
         inMessage = true
         sequence &+= 1
@@ -138,44 +133,20 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     }
 
     private func urlBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
-        if urlLength == 0 { urlOffset = store.count }
-        store.append(at, n)
+        // The target goes in the fields' store, before the first field.
+        if urlLength == 0 { urlOffset = fields.store.count }
+        fields.store.append(at, n)
         urlLength += n
         return 0
     }
 
     private func fieldBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
-        // HTTP/2 spells names in lower case, and so does everything above the transport.
-        let off = store.count
-        store.append(at, n)
-        let p = store.base + off
-        var i = 0
-        while i < n {
-            let c = p.load(fromByteOffset: i, as: UInt8.self)
-            if c &- 0x41 < 26 { p.storeBytes(of: c | 0x20, toByteOffset: i, as: UInt8.self) }
-            i += 1
-        }
-        if lastWasValue || refs.count == 0 {
-            refs.append(HeaderRef(nameOffset: Int32(off), nameLength: Int32(n), valueOffset: Int32(store.count), valueLength: 0))
-            lastWasValue = false
-        } else {
-            // The name went on from the previous read: the bytes are contiguous in the store.
-            refs.base[refs.count - 1].nameLength += Int32(n)
-        }
+        fields.name(at, n)
         return 0
     }
 
     private func valueBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
-        guard refs.count > 0 else { return 0 }
-        let off = store.count
-        store.append(at, n)
-        if !lastWasValue {
-            refs.base[refs.count - 1].valueOffset = Int32(off)
-            refs.base[refs.count - 1].valueLength = Int32(n)
-            lastWasValue = true
-        } else {
-            refs.base[refs.count - 1].valueLength += Int32(n)
-        }
+        fields.value(at, n)
         return 0
     }
 
@@ -217,9 +188,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         return 0
     }
 
-    private var headers: HTTP2HeaderList {
-        HTTP2HeaderList(store: UnsafeRawPointer(store.base), refs: refs.buffer)
-    }
+    private var headers: HTTP2HeaderList { fields.list }
 
     // MARK: input
 
@@ -258,7 +227,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         awaiting = sequence
         owner.requestsReceived &+= 1
         let methodName = http_method_str(http_method(UInt32(pb_hp_method(parser.parser))))!
-        let base = UnsafeRawPointer(store.base)
+        let base = UnsafeRawPointer(fields.store.base)
         let request = HTTP1ServerRequest(
             connection: self, sequence: sequence,
             method: UnsafeRawBufferPointer(start: methodName, count: strlen(methodName)),

@@ -113,3 +113,60 @@ extension ByteStore {
         count += 1
     }
 }
+
+/// The header fields of one HTTP/1.1 message as libhttp-parser hands them over (a name or value may come
+/// in several pieces across reads): names lower-cased as HTTP/2 spells them, both copied into `store`,
+/// located by `refs`. Kept by a connection and reset per message; no allocation once grown.
+struct HTTP1HeaderCollector {
+    var store = ByteStore(capacity: 1024)
+    var refs = HeaderRefList(capacity: 16)
+    private var lastWasValue = false
+
+    func free() {
+        store.free()
+        refs.free()
+    }
+
+    mutating func reset() {
+        store.count = 0
+        refs.count = 0
+        lastWasValue = false
+    }
+
+    /// A piece of a field name.
+    mutating func name(_ at: UnsafePointer<CChar>, _ n: Int) {
+        let off = store.count
+        store.append(at, n)
+        let p = store.base + off
+        var i = 0
+        while i < n {
+            let c = p.load(fromByteOffset: i, as: UInt8.self)
+            if c &- 0x41 < 26 { p.storeBytes(of: c | 0x20, toByteOffset: i, as: UInt8.self) }
+            i += 1
+        }
+        if lastWasValue || refs.count == 0 {
+            refs.append(HeaderRef(nameOffset: Int32(off), nameLength: Int32(n), valueOffset: Int32(store.count), valueLength: 0))
+            lastWasValue = false
+        } else {
+            // The name went on from the previous read: the bytes are contiguous in the store.
+            refs.base[refs.count - 1].nameLength += Int32(n)
+        }
+    }
+
+    /// A piece of a field value.
+    mutating func value(_ at: UnsafePointer<CChar>, _ n: Int) {
+        guard refs.count > 0 else { return }
+        let off = store.count
+        store.append(at, n)
+        if !lastWasValue {
+            refs.base[refs.count - 1].valueOffset = Int32(off)
+            refs.base[refs.count - 1].valueLength = Int32(n)
+            lastWasValue = true
+        } else {
+            refs.base[refs.count - 1].valueLength += Int32(n)
+        }
+    }
+
+    /// The fields as a list (valid until the next change).
+    var list: HTTP2HeaderList { HTTP2HeaderList(store: UnsafeRawPointer(store.base), refs: refs.buffer) }
+}

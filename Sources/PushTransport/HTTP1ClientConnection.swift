@@ -1,0 +1,359 @@
+import CHTTPParser
+import CUV
+
+/// A prebuilt HTTP/1.1 request head up to `Content-Length: ` (request line, `Host`, fixed fields):
+/// each request adds its length digits and the body. Immutable after init, so loops may share one.
+///
+/// ```swift
+/// let head = try HTTP1RequestHead(path: "/v1/projects/p/messages:send", host: "127.0.0.1:8080",
+///                                 headers: [("content-type", "application/json"), ("authorization", "Bearer …")])
+/// ```
+public final class HTTP1RequestHead: @unchecked Sendable {
+    // @unchecked: written in init only.
+    let bytes: UnsafeMutableRawBufferPointer
+
+    /// A head for `method path` to `host` with `headers` (names and values must not contain CR, LF; names no colon).
+    public init(method: String = "POST", path: String, host: String, headers: [(String, String)] = []) throws(HTTP1RequestHead.Invalid) {
+        func check(_ s: String, _ what: String) throws(Invalid) {
+            if s.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A }) { throw Invalid(description: "\(what) '\(s)' contains CR or LF") }
+        }
+        try check(method, "method"); try check(path, "path"); try check(host, "host")
+        guard !method.isEmpty, !method.contains(" "), path.hasPrefix("/"), !path.contains(" ") else {
+            throw Invalid(description: "'\(method) \(path)' is not a request line")
+        }
+        var text = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
+        for (n, v) in headers {
+            try check(n, "header name"); try check(v, "header value")
+            if n.isEmpty || n.contains(":") { throw Invalid(description: "header name '\(n)' is not a token") }
+            text += "\(n): \(v)\r\n"
+        }
+        text += "Content-Length: "
+        let utf8 = Array(text.utf8)
+        bytes = .allocate(byteCount: utf8.count, alignment: 1)
+        bytes.copyBytes(from: utf8)
+    }
+
+    deinit { bytes.deallocate() }
+
+    /// Why a head was refused.
+    public struct Invalid: Error, Sendable, CustomStringConvertible {
+        /// What was wrong.
+        public var description: String
+    }
+}
+
+/// Settings of an `HTTP1ClientConnection`.
+public struct HTTP1ClientConfiguration: Sendable {
+    /// Bytes a request body may take (the connection's body buffer).
+    public var bodyCapacity = 8192
+    /// Bound on the TCP connect.
+    public var connectTimeoutMilliseconds: UInt64 = 3000
+    /// Keep the response's header fields (`HTTP1Response.headers`); a load generator needs status and body only.
+    public var keepsResponseHeaders = true
+    /// The defaults.
+    public init() {}
+}
+
+/// A response, valid during the delegate call.
+public struct HTTP1Response {
+    /// The status code.
+    public var status: Int
+    /// The header fields (names lower-cased; empty unless `keepsResponseHeaders`).
+    public var headers: HTTP2HeaderList
+    /// The body (de-chunked).
+    public var body: UnsafeRawBufferPointer
+    /// The request's context.
+    public var context: UInt64
+    /// When the request was submitted and when the response was read, monotonic ns.
+    public var submittedAt: UInt64, completedAt: UInt64
+}
+
+/// Why `HTTP1ClientConnection.submit` refused a request (typed throw, nothing allocated).
+public enum HTTP1SubmitError: Error, Sendable, Equatable {
+    /// Not connected, closing, or a request is already in flight (one at a time).
+    case busy
+    /// The body `fill` wrote does not fit `bodyCapacity`.
+    case bodyTooLarge
+}
+
+/// Events of an `HTTP1ClientConnection`, on its loop's thread.
+public protocol HTTP1ClientDelegate: AnyObject {
+    /// The connection is up: requests may be submitted.
+    func connectionDidConnect(_ connection: HTTP1ClientConnection)
+    /// The connect failed or timed out; the connection is closed.
+    func connection(_ connection: HTTP1ClientConnection, didFailToConnect error: TransportError)
+    /// The response to the request in flight.
+    func connection(_ connection: HTTP1ClientConnection, didReceive response: HTTP1Response)
+    /// The request in flight got no response (the connection was lost, or the peer broke HTTP/1.1).
+    func connection(_ connection: HTTP1ClientConnection, requestDidFail context: UInt64, error: TransportError)
+    /// The connection closed (peer, error, `Connection: close`, or `close()`).
+    func connectionDidClose(_ connection: HTTP1ClientConnection, error: TransportError)
+}
+
+/// An HTTP/1.1 client connection with keep-alive, one request in flight at a time, on one `EventLoop`.
+/// The body is written by the caller straight into the connection's buffer and sent with the prebuilt
+/// head in one write; responses are parsed by libhttp-parser. No allocation per request in steady state.
+public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable {
+    let loop: EventLoop
+    /// The configuration given at init.
+    public let configuration: HTTP1ClientConfiguration
+    /// Receives events; held weakly.
+    public weak var delegate: HTTP1ClientDelegate?
+    var transport: ByteTransport?
+    final var flushScheduled = false
+    private var parser: HTTP1Parser!
+    private var connectTimer: LoopTimer?
+    /// True once connected and until closed or told to close.
+    public private(set) var isConnected = false
+    /// Whether a request is in flight.
+    public private(set) var inFlight = false
+    private var closed = false
+    private var everConnected = false
+    private var body: UnsafeMutableRawBufferPointer
+    private var tail = ByteStore(capacity: 32)
+    private let iov: UnsafeMutablePointer<uv_buf_t>
+    private var iovCount = 0
+    private var writePending = false
+    private var queued = false
+    private var context: UInt64 = 0
+    private var submittedAt: UInt64 = 0
+    private var status = 0
+    private var keepAlive = true
+    private var messageComplete = false
+    private var fields = HTTP1HeaderCollector()
+    private var responseBody = ByteStore(capacity: 1024)
+    private var readTime: UInt64 = 0
+
+    /// Creates an unconnected client on `loop`.
+    public init(loop: EventLoop, configuration: HTTP1ClientConfiguration = HTTP1ClientConfiguration(), delegate: HTTP1ClientDelegate?) {
+        self.loop = loop
+        self.configuration = configuration
+        self.delegate = delegate
+        body = .allocate(byteCount: max(configuration.bodyCapacity, 1), alignment: 16)
+        iov = .allocate(capacity: 3)
+        parser = HTTP1Parser(type: HTTP_RESPONSE, owner: Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        transport?.owner = nil
+        transport?.close(nil, notify: false)
+        parser.free()
+        body.deallocate()
+        iov.deallocate()
+        tail.free()
+        fields.free()
+        responseBody.free()
+    }
+
+    /// Whether a request may be submitted now.
+    public var isIdle: Bool { isConnected && !inFlight }
+
+    /// Starts connecting to a numeric IPv4/IPv6 address.
+    public func connect(host: String, port: Int) {
+        let t = TCPTransport(loop: loop)
+        attach(t)
+        t.connect(host: host, port: port)
+    }
+
+    /// Connects over `transport`, one end of an in-memory pair.
+    public func connect(over transport: InMemoryTransport) {
+        attach(transport)
+        transportDidConnect()
+    }
+
+    private func attach(_ t: ByteTransport) {
+        precondition(transport == nil && !closed, "connect called twice")
+        t.owner = self
+        transport = t
+        let timer = LoopTimer(loop: loop) { [unowned self] in
+            self.failConnect(TransportError(kind: .connectTimeout, code: 0, function: "HTTP/1.1 connect"))
+        }
+        timer.start(afterMilliseconds: configuration.connectTimeoutMilliseconds)
+        connectTimer = timer
+    }
+
+    private func failConnect(_ error: TransportError) {
+        connectTimer = nil
+        if closed || everConnected { return }
+        closed = true
+        let t = transport
+        transport = nil
+        t?.owner = nil
+        t?.close(error, notify: false)
+        delegate?.connection(self, didFailToConnect: error)
+    }
+
+    public func transportDidConnect() {
+        connectTimer = nil
+        everConnected = true
+        isConnected = true
+        transport?.startReading()
+        delegate?.connectionDidConnect(self)
+    }
+
+    public func transportDidFailToConnect(_ error: TransportError) {
+        transport = nil
+        failConnect(error)
+    }
+
+    /// Sends a request: `head`, then the body `fill` writes into the buffer it is given (returning its
+    /// length). Throws when a request is in flight, the connection is not up, or the body is too large.
+    /// `submittedAt` (monotonic ns, 0: read the clock) is the response's `submittedAt`.
+    public func submit(_ head: HTTP1RequestHead, context: UInt64, submittedAt: UInt64 = 0,
+                       _ fill: (UnsafeMutableRawBufferPointer) -> Int) throws(HTTP1SubmitError) {
+        guard isConnected, !inFlight, transport != nil else { throw .busy }
+        let n = fill(body)
+        guard n >= 0, n <= body.count else { throw .bodyTooLarge }
+        tail.count = 0
+        HTTP1Wire.appendDecimal(&tail, n)
+        tail.appendByte(0x0D); tail.appendByte(0x0A); tail.appendByte(0x0D); tail.appendByte(0x0A)
+        iov[0] = uv_buf_t(base: head.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), len: head.bytes.count)
+        iov[1] = uv_buf_t(base: tail.base.assumingMemoryBound(to: CChar.self), len: tail.count)
+        iov[2] = uv_buf_t(base: body.baseAddress!.assumingMemoryBound(to: CChar.self), len: n)
+        iovCount = n > 0 ? 3 : 2
+        inFlight = true
+        queued = true
+        self.context = context
+        self.submittedAt = submittedAt != 0 ? submittedAt : loop.now
+        status = 0
+        fields.reset()
+        responseBody.count = 0
+        loop.scheduleFlush(self)
+    }
+
+    func flush() {
+        guard queued, !writePending, let transport else { return }
+        queued = false
+        switch transport.write(iov, count: iovCount) {
+        case .complete: break
+        case .pending: writePending = true
+        case .failed: break
+        }
+    }
+
+    public func transportWriteDidComplete() { writePending = false }
+
+    // MARK: reading
+
+    @inline(__always)
+    private static func with<R>(_ p: UnsafeMutablePointer<http_parser>?, _ body: (HTTP1ClientConnection) -> R) -> R {
+        Unmanaged<HTTP1ClientConnection>.fromOpaque(pb_hp_data(p!)!)._withUnsafeGuaranteedRef(body)
+    }
+
+    // Written once here and only read after: nonisolated(unsafe) is safe.
+    nonisolated(unsafe) private static let settings: UnsafeMutablePointer<http_parser_settings> = {
+        let s = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
+        http_parser_settings_init(s)
+        s.pointee.on_message_begin = { p in with(p) { $0.begin() } }
+        s.pointee.on_header_field = { p, at, n in with(p) { $0.field(at!, n) } }
+        s.pointee.on_header_value = { p, at, n in with(p) { $0.value(at!, n) } }
+        s.pointee.on_headers_complete = { p in with(p) { $0.status = Int(pb_hp_status(p!)); return 0 } }
+        s.pointee.on_body = { p, at, n in with(p) { $0.responseBody.append(at!, n); return 0 } }
+        s.pointee.on_message_complete = { p in with(p) { $0.complete() } }
+        return s
+    }()
+
+    private func begin() -> Int32 {
+        fields.reset()
+        responseBody.count = 0
+        return 0
+    }
+
+    private func field(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
+        if configuration.keepsResponseHeaders { fields.name(at, n) }
+        return 0
+    }
+
+    private func value(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
+        if configuration.keepsResponseHeaders { fields.value(at, n) }
+        return 0
+    }
+
+    private func complete() -> Int32 {
+        // 1xx answers (100 Continue) are not the response.
+        if status >= 200 {
+            messageComplete = true
+            keepAlive = http_should_keep_alive(parser.parser) != 0
+            http_parser_pause(parser.parser, 1)
+        }
+        return 0
+    }
+
+    public func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
+        if closed { return }
+        readTime = loop.now
+        var off = 0
+        while off < bytes.count && !closed {
+            let parsed = http_parser_execute(parser.parser, HTTP1ClientConnection.settings,
+                                             (bytes.baseAddress! + off).assumingMemoryBound(to: CChar.self), bytes.count - off)
+            off += parsed
+            if messageComplete {
+                messageComplete = false
+                http_parser_pause(parser.parser, 0)
+                deliver()
+                continue
+            }
+            if parser.errno != HPE_OK.rawValue {
+                fail(TransportError(kind: .http1, code: Int32(parser.errno), function: "http_parser_execute"))
+                return
+            }
+            if parsed == 0 { break }
+        }
+    }
+
+    private func deliver() {
+        guard inFlight else {
+            // An answer nobody asked for: the peer is not speaking request/response.
+            fail(TransportError(kind: .http1, code: Int32(HPE_UNKNOWN.rawValue), function: "unsolicited response"))
+            return
+        }
+        inFlight = false
+        let response = HTTP1Response(status: status, headers: fields.list,
+                                     body: responseBody.bytes, context: context, submittedAt: submittedAt, completedAt: readTime)
+        if !keepAlive { isConnected = false }
+        delegate?.connection(self, didReceive: response)
+        if !keepAlive { close(TransportError(kind: .closedLocally, code: 0, function: "Connection: close")) }
+    }
+
+    public func transportDidClose(_ error: TransportError?) {
+        transport = nil
+        // A response without a length ends at EOF.
+        if !closed, inFlight { http_parser_execute(parser.parser, HTTP1ClientConnection.settings, nil, 0) }
+        if messageComplete { messageComplete = false; deliver() }
+        finish(error ?? TransportError(kind: .connectionLost, code: 0, function: "uv_read"))
+    }
+
+    private func fail(_ error: TransportError) {
+        let t = transport
+        transport = nil
+        t?.owner = nil
+        t?.close(error, notify: false)
+        finish(error)
+    }
+
+    private func finish(_ error: TransportError) {
+        if closed { return }
+        closed = true
+        isConnected = false
+        connectTimer = nil
+        if !everConnected {
+            delegate?.connection(self, didFailToConnect: error)
+            return
+        }
+        if inFlight {
+            inFlight = false
+            delegate?.connection(self, requestDidFail: context, error: error)
+        }
+        delegate?.connectionDidClose(self, error: error)
+    }
+
+    /// Closes the connection now (a request in flight is reported failed).
+    public func close() { close(TransportError(kind: .closedLocally, code: 0, function: "close")) }
+
+    private func close(_ error: TransportError) {
+        if closed { return }
+        fail(error)
+    }
+}
+
+@available(*, unavailable) extension HTTP1ClientConnection: Sendable {}
