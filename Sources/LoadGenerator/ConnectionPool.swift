@@ -7,7 +7,7 @@ import PushTransport
 /// GOAWAY or drops is replaced by a new one; the streams it cut off come back as failures, which the
 /// driver retries (`--retry`) or counts as transport errors. `Builder` makes the requests of the run's
 /// protocol.
-final class ConnectionPool<Builder: RequestBuilder>: RequestPort, HTTP2ClientDelegate {
+final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDelegate {
     private let loop: EventLoop
     private let config: LoadConfiguration
     private unowned(unsafe) let core: DriverCore

@@ -40,9 +40,9 @@ final class ResultSlot: @unchecked Sendable {
     var endNs: UInt64 = 0
 }
 
-/// One driver thread: an event loop, a connection pool making `Builder`'s requests, a pacing timer and
-/// the ``DriverCore``.
-final class DriverThread<Builder: RequestBuilder> {
+/// One driver thread: an event loop, a connection pool (`Pool`: HTTP/2 making one protocol's requests,
+/// or HTTP/1.1), a pacing timer and the ``DriverCore``.
+final class DriverThread<Pool: DriverPool> {
     private enum State { case connecting, waiting, running, done }
 
     private let config: LoadConfiguration
@@ -50,7 +50,7 @@ final class DriverThread<Builder: RequestBuilder> {
     private let shared: SharedRunState
     private let loop: EventLoop
     private let core: DriverCore
-    private var pool: ConnectionPool<Builder>!
+    private var pool: Pool!
     private var pacing: PreciseTimer!
     private var housekeeping: LoopTimer!
     private var state = State.connecting
@@ -71,7 +71,7 @@ final class DriverThread<Builder: RequestBuilder> {
                               schedule: config.schedule, segment: config.segment, segments: config.segments)
         core = DriverCore(plan: plan, clock: MonotonicClock.shared, recorder: Recorder(live: shared.live[index]))
         connectDeadline = MonotonicClock.nanoseconds() + config.connectTimeoutMilliseconds * 1_000_000 + 500_000_000
-        pool = try ConnectionPool<Builder>(loop: loop, config: config, core: core, thread: index) { [unowned self] in self.pump() }
+        pool = try Pool(loop: loop, config: config, core: core, thread: index) { [unowned self] in self.pump() }
         core.attach(pool)
         pool.onResponse = { [unowned self] in self.responded() }
         pacing = try PreciseTimer(loop: loop) { [unowned self] _ in

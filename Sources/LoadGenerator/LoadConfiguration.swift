@@ -75,6 +75,12 @@ public struct LoadConfiguration: Sendable {
     public var project = "pushbench"
     /// APNs provider tokens (`--auth-key`): each request carries the driver's current `authorization`.
     public var providerTokens: ProviderTokenSettings?
+    /// Send over HTTP/1.1 keep-alive connections, one request in flight each (`--http1`, FCM only);
+    /// `streams` is then 1.
+    public var http1 = false
+    /// The OAuth2 access token FCM requests carry as `Bearer` (`--credentials`), refreshed during the run;
+    /// nil sends `Bearer pushbench` (what a gateway without `--fcm-auth oauth` accepts).
+    public var accessTokens: AccessTokenSource?
     /// Resends allowed for a request cut off by a lost connection.
     public var retries = 0
     /// Seed of message ids.

@@ -99,8 +99,9 @@ public enum LoadRun {
                 nameCurrentThread("pb-driver-\(i)")
                 do {
                     switch config.pushProtocol {
-                    case .apns: try DriverThread<APNsRequestBuilder>(config: config, index: i, shared: shared).run()
-                    case .fcm: try DriverThread<FCMRequestBuilder>(config: config, index: i, shared: shared).run()
+                    case .apns: try DriverThread<ConnectionPool<APNsRequestBuilder>>(config: config, index: i, shared: shared).run()
+                    case .fcm where config.http1: try DriverThread<HTTP1ConnectionPool>(config: config, index: i, shared: shared).run()
+                    case .fcm: try DriverThread<ConnectionPool<FCMRequestBuilder>>(config: config, index: i, shared: shared).run()
                     }
                 } catch {
                     setupError.withLock { $0 = $0 ?? "driver thread \(i): \(error)" }

@@ -115,16 +115,57 @@ struct APNsRequestBuilder: RequestBuilder {
     }
 }
 
-/// FCM HTTP v1: `POST /v1/projects/<project>/messages:send`, every header fixed; the token is in the body.
+/// FCM HTTP v1: `POST /v1/projects/<project>/messages:send`; the device token is in the body. The bearer
+/// token is fixed, or with `--credentials` the run's access token, written per request from a copy
+/// taken when it changes (an HPACK-indexed field: one byte on the wire once the peer has it).
 struct FCMRequestBuilder: RequestBuilder {
     let block: HTTP2HeaderBlock
+    private let bearer: BearerCopy?
 
     init(config: LoadConfiguration) throws(HTTP2HeaderBlock.InvalidBlock) {
-        block = try HTTP2HeaderBlock.request(
-            authority: config.authority, path: "/v1/projects/\(config.project)/messages:send",
-            headers: [("content-type", "application/json"), ("authorization", "Bearer pushbench")])
+        let path = "/v1/projects/\(config.project)/messages:send"
+        if let source = config.accessTokens {
+            bearer = BearerCopy(source)
+            block = try HTTP2HeaderBlock([
+                .fixed(name: ":method", value: "POST"), .fixed(name: ":scheme", value: "http"),
+                .fixed(name: ":authority", value: config.authority), .fixed(name: ":path", value: path),
+                .fixed(name: "content-type", value: "application/json"), .perRequest(name: "authorization", indexed: true),
+            ])
+        } else {
+            bearer = nil
+            block = try HTTP2HeaderBlock.request(authority: config.authority, path: path,
+                                                 headers: [("content-type", "application/json"), ("authorization", "Bearer pushbench")])
+        }
     }
 
     @inline(__always)
-    func writeHeaders(_ request: inout HTTP2RequestWriter, tokenIndex: Int, context: RequestContext) {}
+    func writeHeaders(_ request: inout HTTP2RequestWriter, tokenIndex: Int, context: RequestContext) {
+        if let bearer { request.setValue(0, bearer.current()) }
+    }
+}
+
+/// One driver thread's copy of `Bearer <access token>`, taken again only when the source's generation
+/// changes (a refresh), so a request copies bytes and allocates nothing.
+final class BearerCopy {
+    private let source: AccessTokenSource
+    private var generation: UInt64 = 0
+    private var bytes = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+
+    init(_ source: AccessTokenSource) { self.source = source }
+
+    deinit { bytes.deallocate() }
+
+    @inline(__always) func current() -> UnsafeRawBufferPointer {
+        if source.generation != generation { take() }
+        return UnsafeRawBufferPointer(bytes)
+    }
+
+    private func take() {
+        let (token, g) = source.current()
+        let text = Array(("Bearer " + token).utf8)
+        bytes.deallocate()
+        bytes = .allocate(byteCount: text.count, alignment: 1)
+        bytes.copyBytes(from: text)
+        generation = g
+    }
 }

@@ -495,6 +495,10 @@ public struct RunSettings: Sendable, Equatable {
     public var apnsID: Bool
     /// `schedule`: the rate schedule, when the rate changes over time.
     public var schedule: ScheduleSettings?
+    /// `http`: the HTTP version requests went over, `"2"` or `"1.1"` (`--http1`).
+    public var http = "2"
+    /// `credentials`: whether requests carried an OAuth2 access token from a service account (`--credentials`).
+    public var credentials = false
 
     /// The settings.
     public init(requests: Int?, warmupSeconds: Double, tokens: Int, payload: String, retry: Int, sendOversize: Bool,
@@ -512,6 +516,7 @@ public struct RunSettings: Sendable, Equatable {
         (requests.map { [("requests", JSONValue.int(Int64($0)))] } ?? []) + [
             ("warmup_s", .double(warmupSeconds)), ("tokens", .int(Int64(tokens))), ("payload", .string(payload)),
             ("retry", .int(Int64(retry))), ("send_oversize", .bool(sendOversize)), ("apns_id", .bool(apnsID)),
+            ("http", .string(http)), ("credentials", .bool(credentials)),
         ] + (schedule.map { [("schedule", $0.json)] } ?? [])
     }
 }

@@ -96,6 +96,12 @@ public struct RunOptions: Equatable, Sendable {
     public var collapseID: String?
     /// `--project` (FCM project id).
     public var project: String = "pushbench"
+    /// `--http1`: FCM over HTTP/1.1 keep-alive connections, one request in flight each.
+    public var http1: Bool = false
+    /// `--credentials FILE`: a service account; its access token (from its token_uri) is sent as Bearer.
+    public var credentials: ServiceAccount?
+    /// The `--credentials` path as given (for messages; the key itself is never printed).
+    public var credentialsPath: String?
     /// `--out`: results root.
     public var outputRoot: String = "results"
     /// `--label`: part of the run id.
@@ -324,6 +330,16 @@ public struct RunCommand: PushbenchCommand {
                 }
                 return text
             },
+            .flag("--http1", \.http1,
+                  help: "(--protocol fcm) send over HTTP/1.1 keep-alive connections, one request in flight each: --connections is the concurrency, --streams is ignored"),
+            Option("--credentials", "FILE",
+                   help: "(--protocol fcm) service-account JSON: fetch an access token from its token_uri before the run (the embedded gateway's /token without --target), refresh it before it expires, send it as Bearer") {
+                (o, text) throws(UsageError) in
+                do throws(CredentialError) { o.credentials = try ServiceAccount(contentsOfFile: text) } catch {
+                    throw UsageError("--credentials: \(error.message)")
+                }
+                o.credentialsPath = text
+            },
             .value("--out", "DIR", \.outputRoot, default: "results", help: "results root") { text, _ in text },
             .value("--label", "NAME", \.label, default: "run", help: "part of the run id") { text, name throws(UsageError) in
                 guard !text.isEmpty,
@@ -430,6 +446,12 @@ public struct RunCommand: PushbenchCommand {
         if o.rate == .max && a.contains("--pace-quantum") {
             throw UsageError("--pace-quantum: only paces an open-loop rate, not --rps max")
         }
+        if o.http1 && o.pushProtocol != .fcm {
+            throw UsageError("--http1: APNs is HTTP/2 only; --http1 applies to --protocol fcm")
+        }
+        if o.credentials != nil && o.pushProtocol != .fcm {
+            throw UsageError("--credentials: a service account is for FCM; use --protocol fcm (APNs uses provider tokens)")
+        }
         if o.noApnsID && o.pushProtocol == .fcm {
             throw UsageError("--no-apns-id: FCM requests carry no apns-id (it applies to --protocol apns)")
         }
@@ -515,6 +537,12 @@ public struct RunCommand: PushbenchCommand {
             config.auth.teamID = tokens.teamID
         }
         if let capture = o.capture { config.fcm.capture = capture }
+        // With --credentials the embedded gateway is the token endpoint, and checks both the assertions
+        // (with the account's key) and the access tokens it issues, as Google does.
+        if let account = o.credentials, o.target == nil {
+            if config.fcm.serviceAccount == nil { config.fcm.serviceAccount = account }
+            config.fcm.auth = .oauth
+        }
         if let churn = o.tokenChurnPerSecond { config.fcm.tokenChurnPerSecond = churn }
         return config
     }

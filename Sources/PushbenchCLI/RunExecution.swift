@@ -164,6 +164,9 @@ struct RunExecution {
                                                tokens: tokens, limit: limit)
         try configureTLS(&config, gateway: gateway)
         config.encoder = encoder
+        let refresher = try startAccessTokens(gateway: gateway)
+        defer { refresher?.stop() }
+        config.accessTokens = refresher?.source
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds,
                                       targetRPS: config.rate)
@@ -220,6 +223,32 @@ struct RunExecution {
     static let measuredNothingStatus: Int32 = 4
 }
 
+extension RunExecution {
+    /// With `--credentials`: the first access token, fetched before any traffic from the account's
+    /// token_uri (the embedded gateway's /token when there is no --target), and the refresher that keeps it
+    /// fresh. An unreachable endpoint is exit 3, a refusal exit 2, each naming the endpoint.
+    func startAccessTokens(gateway: EmbeddedGateway?) throws(Failure) -> AccessTokenRefresher? {
+        guard let account = options.credentials else { return nil }
+        let endpoint: TokenEndpoint
+        do throws(LoadRunError) {
+            endpoint = try TokenEndpoint(url: gateway.map { "http://\($0.host):\($0.port)/token" } ?? account.tokenURI)
+        } catch {
+            throw Failure(status: error.unreachable ? 3 : 2, message: "--credentials \(options.credentialsPath ?? ""): \(error.description)")
+        }
+        let tokens = ServiceAccountTokens(account: account, endpoint: endpoint)
+        let started = MonotonicClock.nanoseconds()
+        do throws(LoadRunError) {
+            let first = try tokens.fetch()
+            let refresher = AccessTokenRefresher(tokens: tokens, source: AccessTokenSource(token: first.token), first: first,
+                                                 fetchedAt: started)
+            refresher.start()
+            return refresher
+        } catch {
+            throw Failure(status: error.unreachable ? 3 : 2, message: "--credentials \(options.credentialsPath ?? ""): \(error.description)")
+        }
+    }
+}
+
 extension RunOptions {
     /// `--connections`, or with `--rps max --segment I/N` agent I's share of them (the closed loop has no
     /// schedule to split, so the agents split the connections that keep it busy).
@@ -262,6 +291,8 @@ extension RunOptions {
         config.collapseID = collapseID
         config.project = project
         config.providerTokens = providerTokens
+        config.http1 = http1
+        if http1 { config.streams = 1 }
         config.retries = retries
         config.seed = seed
         config.pruneGoneTokens = tokenChurnPerSecond != nil

@@ -27,10 +27,12 @@ extension RunExecution {
             // The contract's one rate: the schedule's mean, which the achieved rate is measured against.
             rps = Int((Double(schedule.totalRequests) / (Double(schedule.durationNs) / 1e9)).rounded())
         }
+        settings.http = config.http1 ? "1.1" : "2"
+        settings.credentials = config.accessTokens != nil
         let runConfig = RunConfig(
             target: options.target ?? "embedded", protocolName: options.pushProtocol.rawValue, rps: rps,
             durationSeconds: options.requests == nil ? options.durationSeconds : nil, connections: options.connections,
-            streams: options.streams, threads: options.threads, encoder: config.encoder.rawValue, settings: settings)
+            streams: config.streams, threads: options.threads, encoder: config.encoder.rawValue, settings: settings)
         var record = RunRecord(label: label, startedAt: r.measuredStart, config: runConfig, version: PushbenchVersion.current)
         record.counts = Self.counts(r.measured)
         record.measuredSeconds = r.measuredSeconds

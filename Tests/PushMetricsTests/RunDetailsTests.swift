@@ -60,6 +60,6 @@ import Testing
         #expect(Array(keys[keys.firstIndex(of: "max_rss_bytes")!...]) == ["max_rss_bytes"] + Self.fullDetails().members.map(\.0)
                 + ["merged_from", "histograms"])
         #expect(s["config"]?.members.map(\.0) == ["target", "protocol", "rps", "duration_s", "connections", "streams", "threads",
-                                                 "encoder", "warmup_s", "tokens", "payload", "retry", "send_oversize", "apns_id"])
+                                                 "encoder", "warmup_s", "tokens", "payload", "retry", "send_oversize", "apns_id", "http", "credentials"])
     }
 }

@@ -1,0 +1,28 @@
+import PushTransport
+
+/// What a ``DriverThread`` needs of its connections: the ``RequestPort`` its core sends through, plus
+/// connecting, counters and shutdown. ``ConnectionPool`` speaks HTTP/2 (many streams per connection),
+/// ``HTTP1ConnectionPool`` HTTP/1.1 (one request in flight per connection).
+protocol DriverPool: RequestPort {
+    /// A pool for one driver thread; `onChange` is called when streams free up or connections change.
+    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onChange: @escaping () -> Void) throws
+    /// Called after each response instead of `onChange` when set.
+    var onResponse: (() -> Void)? { get set }
+    /// Opens every connection.
+    func connectAll()
+    /// Ends the current send batch.
+    func endBatch()
+    /// Connections that connected at the first attempt, those that could not, and the first error.
+    var initialConnected: Int { get }
+    var initialFailed: Int { get }
+    var firstError: String? { get }
+    /// Connection counters.
+    var stats: ConnectionStats { get }
+    /// Tokens pruned as gone, and whether every one was.
+    var pruned: TokenSet { get }
+    var tokensExhausted: Bool { get }
+    /// Closes every connection without reporting more to the driver.
+    func closeAll()
+    /// Drops the connections and timers before the loop closes.
+    func release()
+}
