@@ -46,7 +46,7 @@ import Testing
         let counters = GatewayCounters()
         let gateway = GatewayLoop(loop: loop, machine: GatewayStateMachine(configuration: GatewayConfiguration(), counters: counters),
                                   allCounters: [counters])
-        let server = HTTP2Server(loop: loop, configuration: GatewayLoop.serverConfiguration(GatewayConfiguration(), reusePort: false),
+        let server = HTTP2Server(loop: loop, configuration: GatewayLoop.serverConfiguration(GatewayConfiguration(), reusePort: false, connectionCap: nil),
                                  delegate: gateway)
         gateway.server = server
         let port = try server.listen(host: "127.0.0.1", port: 0)

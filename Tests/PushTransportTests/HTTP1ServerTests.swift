@@ -49,7 +49,7 @@ final class HTTP1TestServer: HTTP2ServerDelegate {
 }
 
 /// Drives one raw client end by hand: sends bytes, collects what the server wrote.
-struct RawClient {
+struct HTTP1RawClient {
     let loop: EventLoop
     let end: InMemoryTransport
     var received: [UInt8] = []
@@ -90,11 +90,11 @@ struct RawClient {
     @Test func keepAliveServesRequestsInOrderOnOneConnection() throws {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send(Self.post)
-        c.run { RawClient.count(200, in: $0) == 1 }
+        c.run { HTTP1RawClient.count(200, in: $0) == 1 }
         c.send("GET /stats HTTP/1.1\r\nHost: x\r\n\r\n")
-        let text = c.run { RawClient.count(200, in: $0) == 2 }
+        let text = c.run { HTTP1RawClient.count(200, in: $0) == 2 }
         #expect(text.contains("Content-Length: 35\r\n\r\nPOST /v1/projects/p/messages:send 2"))
         #expect(text.hasSuffix("GET /stats 0"))
         #expect(text.contains("Date: "))
@@ -106,18 +106,18 @@ struct RawClient {
     @Test func headerNamesArriveInLowerCase() throws {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send("POST /x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer AbC\r\nContent-Length: 0\r\n\r\n")
-        c.run { RawClient.count(200, in: $0) == 1 }
+        c.run { HTTP1RawClient.count(200, in: $0) == 1 }
         #expect(t.requests.first?.headers.contains { $0 == ("authorization", "Bearer AbC") } == true)
     }
 
     @Test func chunkedBodyIsReassembled() throws {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
-        c.run { RawClient.count(200, in: $0) == 1 }
+        c.run { HTTP1RawClient.count(200, in: $0) == 1 }
         #expect(t.requests.first?.body == "hello world")
     }
 
@@ -136,13 +136,13 @@ struct RawClient {
     @Test func expectContinueIsAnsweredBeforeTheBody() throws {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send("POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n")
         let interim = c.run { $0.contains("\r\n\r\n") }
         #expect(interim == "HTTP/1.1 100 Continue\r\n\r\n")
         #expect(t.requests.isEmpty)
         c.send("abc")
-        let text = c.run { RawClient.count(200, in: $0) == 1 }
+        let text = c.run { HTTP1RawClient.count(200, in: $0) == 1 }
         #expect(text.hasSuffix("POST /e 3"))
     }
 
@@ -150,7 +150,7 @@ struct RawClient {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
         t.holdAnswers = true
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send("POST /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\naPOST /2 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nbb"
                + "GET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
         loop.run(until: { t.held.count == 1 }, timeoutNanoseconds: 5 * seconds)
@@ -161,7 +161,7 @@ struct RawClient {
         #expect(!t.held[0].0.respond(to: t.held[0].1 + 1, status: 200))
         t.holdAnswers = false
         t.answer(t.held[0].0, t.held[0].1, "one")
-        let text = c.run { RawClient.count(200, in: $0) == 3 }
+        let text = c.run { HTTP1RawClient.count(200, in: $0) == 3 }
         #expect(t.requests.map(\.path) == ["/1", "/2", "/3"])
         #expect(t.requests.map(\.body) == ["a", "bb", ""])
         let one = text.range(of: "one")!, two = text.range(of: "POST /2 2")!, three = text.range(of: "GET /3 0")!
@@ -171,9 +171,9 @@ struct RawClient {
     @Test func connectionCloseIsHonoured() throws {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send("GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n")
-        let text = c.run { RawClient.count(200, in: $0) == 1 }
+        let text = c.run { HTTP1RawClient.count(200, in: $0) == 1 }
         #expect(text.contains("Connection: close\r\n"))
         #expect(t.requests.map(\.path) == ["/a"])
         c.end.close()
@@ -192,7 +192,7 @@ struct RawClient {
     func malformedRequestIsAnsweredAndClosed(request: String, status: Int, text: String) throws {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send(request)
         let answer = c.run { $0.contains("HTTP/1.1 \(status) ") && $0.hasSuffix("\n") && $0.contains("\r\n\r\n") }
         #expect(answer.hasPrefix("HTTP/1.1 \(status) "))
@@ -203,26 +203,26 @@ struct RawClient {
         c.end.close()
         #expect(loop.run(until: { t.closed == 1 }, timeoutNanoseconds: 5 * seconds))
         // And it goes on serving new connections.
-        var d = RawClient(loop, t.server)
+        var d = HTTP1RawClient(loop, t.server)
         d.send(Self.post)
-        #expect(RawClient.count(200, in: d.run { RawClient.count(200, in: $0) == 1 }) == 1)
+        #expect(HTTP1RawClient.count(200, in: d.run { HTTP1RawClient.count(200, in: $0) == 1 }) == 1)
     }
 
     @Test func contentLengthShorterThanTheBodyMakesTheRestABadRequest() throws {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{\"a\":1}")
         let text = c.run { $0.contains("400 Bad Request") && $0.hasSuffix("\n") }
         #expect(t.requests.map(\.body) == ["{\""])
-        #expect(RawClient.count(200, in: text) == 1)
+        #expect(HTTP1RawClient.count(200, in: text) == 1)
         #expect(text.contains("Connection: close"))
     }
 
     @Test func unfinishedRequestTimesOutWith408() throws {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop) { $0.http1RequestTimeoutMilliseconds = 100 }
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
         let text = c.run { $0.contains("408 Request Timeout") && $0.hasSuffix("\n") }
         #expect(text.contains("Connection: close"))
@@ -233,7 +233,7 @@ struct RawClient {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
         t.holdAnswers = true
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send("POST /3/device/ab HTTP/1.1\r\nHost: x\r\n\r\n")
         loop.run(until: { t.held.count == 1 }, timeoutNanoseconds: 5 * seconds)
         let debug = Array("Unexpected HTTP/1.x request: POST /3/device/ab ".utf8)
@@ -261,9 +261,9 @@ struct RawClient {
         #expect(loop.run(until: { d.responses == 1 }, timeoutNanoseconds: 5 * seconds))
         #expect(t.http2Requests == 1 && t.requests.isEmpty)
         // HTTP/1.1 on another connection of the same server.
-        var c = RawClient(loop, t.server)
+        var c = HTTP1RawClient(loop, t.server)
         c.send(Self.post)
-        c.run { RawClient.count(200, in: $0) == 1 }
+        c.run { HTTP1RawClient.count(200, in: $0) == 1 }
         #expect(t.requests.count == 1)
         #expect(t.server.connectionsOpen == 2)
         h2.close()
@@ -285,12 +285,12 @@ struct RawClient {
         let loop = try EventLoop()
         let t = HTTP1TestServer(loop: loop)
         t.holdAnswers = true
-        var idle = RawClient(loop, t.server)
+        var idle = HTTP1RawClient(loop, t.server)
         idle.send("GET /warm HTTP/1.1\r\nHost: x\r\n\r\n")
         loop.run(until: { t.held.count == 1 }, timeoutNanoseconds: 5 * seconds)
         t.answer(t.held[0].0, t.held[0].1, "warm")
-        idle.run { RawClient.count(200, in: $0) == 1 }
-        var busy = RawClient(loop, t.server)
+        idle.run { HTTP1RawClient.count(200, in: $0) == 1 }
+        var busy = HTTP1RawClient(loop, t.server)
         busy.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n")
         loop.run(until: { t.held.count == 2 }, timeoutNanoseconds: 5 * seconds)
         var done = false
@@ -298,7 +298,7 @@ struct RawClient {
         loop.run(until: { t.closed == 1 }, timeoutNanoseconds: 5 * seconds)
         #expect(t.closed == 1 && !done)
         t.answer(t.held[1].0, t.held[1].1, "busy")
-        let text = busy.run { RawClient.count(200, in: $0) == 1 }
+        let text = busy.run { HTTP1RawClient.count(200, in: $0) == 1 }
         #expect(text.contains("Connection: close"))
         busy.end.close()
         #expect(loop.run(until: { done }, timeoutNanoseconds: 5 * seconds))
