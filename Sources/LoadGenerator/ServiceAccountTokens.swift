@@ -18,6 +18,8 @@ public struct TokenEndpoint: Sendable, Equatable {
     public var path: String
     /// Whether the URL is https.
     public var secure: Bool
+    /// The host as named in the URL (the TLS server name).
+    public var serverName: String
     /// The URL as written.
     public var url: String
 
@@ -28,6 +30,7 @@ public struct TokenEndpoint: Sendable, Equatable {
             throw LoadRunError(description: "token_uri '\(url)' is not an http:// or https:// URL", unreachable: false)
         }
         secure = scheme == "https"
+        serverName = host
         port = u.port ?? (secure ? 443 : 80)
         authority = u.port.map { "\(u.percentEncodedHost ?? host):\($0)" } ?? (u.percentEncodedHost ?? host)
         path = (u.percentEncodedPath.isEmpty ? "/" : u.percentEncodedPath) + (u.percentEncodedQuery.map { "?" + $0 } ?? "")
@@ -66,19 +69,20 @@ public struct ServiceAccountTokens: Sendable {
     /// Its token endpoint.
     public let endpoint: TokenEndpoint
 
+    /// How an https endpoint's certificate is checked (the system's CAs by default; `SSL_CERT_FILE`
+    /// works as with any OpenSSL client).
+    public let trust: TLSTrust
+
     /// Tokens for `account` from `endpoint` (its `token_uri`, resolved).
-    public init(account: ServiceAccount, endpoint: TokenEndpoint) {
+    public init(account: ServiceAccount, endpoint: TokenEndpoint, trust: TLSTrust = .system) {
         self.account = account
         self.endpoint = endpoint
+        self.trust = trust
     }
 
     /// One exchange: an unreachable endpoint is `unreachable`, a refusal names Google's error and description.
     public func fetch(timeoutMilliseconds: UInt64 = 10_000) throws(LoadRunError) -> AccessToken {
         let where_ = "token_uri \(endpoint.url)"
-        if endpoint.secure {
-            throw LoadRunError(description: "\(where_): https token endpoints need pushbench's TLS client, not in this build; use http://",
-                               unreachable: false)
-        }
         let assertion: String
         do throws(CredentialError) {
             assertion = try account.assertion(issuedAt: Int64(Date().timeIntervalSince1970))
@@ -88,7 +92,8 @@ public struct ServiceAccountTokens: Sendable {
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
         let exchange: Exchange
         do {
-            exchange = try Exchange.run(endpoint: endpoint, body: Array(form.utf8), timeoutMilliseconds: timeoutMilliseconds)
+            let tls = endpoint.secure ? try TLSClientContext(trust: trust, alpn: ["http/1.1"]) : nil
+            exchange = try Exchange.run(endpoint: endpoint, tls: tls, body: Array(form.utf8), timeoutMilliseconds: timeoutMilliseconds)
         } catch let e as LoadRunError {
             throw LoadRunError(description: "\(where_): \(e.description)", unreachable: e.unreachable)
         } catch {
@@ -123,14 +128,18 @@ public struct ServiceAccountTokens: Sendable {
                                         headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")])
         }
 
-        static func run(endpoint: TokenEndpoint, body: [UInt8], timeoutMilliseconds: UInt64) throws -> Exchange {
+        static func run(endpoint: TokenEndpoint, tls: TLSClientContext?, body: [UInt8], timeoutMilliseconds: UInt64) throws -> Exchange {
             let loop = try EventLoop()
             let x = try Exchange(endpoint, body)
             var config = HTTP1ClientConfiguration()
             config.bodyCapacity = body.count
             config.connectTimeoutMilliseconds = timeoutMilliseconds
             let c = HTTP1ClientConnection(loop: loop, configuration: config, delegate: x)
-            c.connect(host: endpoint.host, port: endpoint.port)
+            if let tls {
+                c.connect(host: endpoint.host, port: endpoint.port, tls: tls, serverName: endpoint.serverName)
+            } else {
+                c.connect(host: endpoint.host, port: endpoint.port)
+            }
             let finished = loop.run(until: { x.done }, timeoutNanoseconds: timeoutMilliseconds * 1_000_000)
             c.delegate = nil
             c.close()

@@ -116,6 +116,8 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable {
     private var writePending = false
     private var queued = false
     private var context: UInt64 = 0
+    /// The head of the request in flight: the iovec points into it until the write is done.
+    private var head: HTTP1RequestHead?
     private var submittedAt: UInt64 = 0
     private var status = 0
     private var keepAlive = true
@@ -155,6 +157,24 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable {
         t.connect(host: host, port: port)
     }
 
+    /// Starts connecting over TLS to a numeric address: TCP, the TLS handshake (the certificate checked
+    /// against `context`'s trust for `serverName`, default `host`), then HTTP/1.1. Give `context` the
+    /// ALPN offer `["http/1.1"]`. A certificate that does not verify is a `didFailToConnect`.
+    public func connect(host: String, port: Int, tls context: TLSClientContext, serverName: String? = nil) {
+        let tcp = TCPTransport(loop: loop)
+        do throws(TLSError) {
+            let t = try TLSTransport(client: context, serverName: serverName ?? host, over: tcp, loop: loop)
+            attach(t)
+            tcp.connect(host: host, port: port)
+        } catch {
+            tcp.close(nil, notify: false)
+            failConnect(TransportError(kind: .tls, code: -1, function: "SSL_new"))
+        }
+    }
+
+    /// What the TLS handshake settled, once connected over TLS.
+    public private(set) var tls: TLSConnectionInfo?
+
     /// Connects over `transport`, one end of an in-memory pair.
     public func connect(over transport: InMemoryTransport) {
         attach(transport)
@@ -184,6 +204,7 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable {
     }
 
     public func transportDidConnect() {
+        tls = (transport as? SecureTransport)?.connectionInfo
         connectTimer = nil
         everConnected = true
         isConnected = true
@@ -211,6 +232,7 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable {
         iov[1] = uv_buf_t(base: tail.base.assumingMemoryBound(to: CChar.self), len: tail.count)
         iov[2] = uv_buf_t(base: body.baseAddress!.assumingMemoryBound(to: CChar.self), len: n)
         iovCount = n > 0 ? 3 : 2
+        self.head = head
         inFlight = true
         queued = true
         self.context = context

@@ -46,6 +46,17 @@ final class TestServer: HTTP2ServerDelegate {
         }
     }
 
+    /// HTTP/1.1 requests (servers with `servesHTTP1`) get the same answer.
+    func server(_ server: HTTP2Server, didReceive request: HTTP1ServerRequest) {
+        requests += 1
+        responseBody.withUnsafeBytes { b in
+            _ = request.connection.respond(to: request.sequence, status: 200, body: b) { h in
+                h.add("content-type", "application/json")
+                h.add("x-body-length", String(request.body.count))
+            }
+        }
+    }
+
     func server(_ server: HTTP2Server, connectionDidOpen connection: HTTP2ServerConnection) { opened += 1 }
     func server(_ server: HTTP2Server, connectionDidClose connection: HTTP2ServerConnection, error: TransportError) { closed += 1 }
     func server(_ server: HTTP2Server, connection: HTTP2ServerConnection, streamDidClose streamID: Int32, errorCode: UInt32) {

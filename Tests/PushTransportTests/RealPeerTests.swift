@@ -64,8 +64,8 @@ struct MissingPeer: Error, CustomStringConvertible {
         private let handle: EventLoopHandle
         private let done = DispatchSemaphore(value: 0)
 
-        /// A server on a free loopback port, over TLS when `tls` is given.
-        init(tls: TLSServerContext? = nil) throws {
+        /// A server on a free loopback port, over TLS when `tls` is given; HTTP/1.1 too with `servesHTTP1`.
+        init(tls: TLSServerContext? = nil, servesHTTP1: Bool = false) throws {
             let ready = DispatchSemaphore(value: 0)
             let info = Mutex<(Int, EventLoopHandle?)>((0, nil))
             let done = self.done
@@ -75,6 +75,7 @@ struct MissingPeer: Error, CustomStringConvertible {
                     do {
                         var config = HTTP2ServerConfiguration()
                         config.tls = tls
+                        config.servesHTTP1 = servesHTTP1
                         let server = try TestServer(loop: loop, configuration: config)
                         info.withLock { $0 = (server.port, loop.handle) }
                         ready.signal()
