@@ -17,10 +17,9 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     private let clientConfig: HTTP1ClientConfiguration
     private var rng: PushRandom
     private let path: String
-    /// The request head, rebuilt when the access token changes; the previous one is kept one refresh
-    /// longer, as a write still in flight may point into it.
+    /// The request head, rebuilt when the access token changes (a connection holds the one its request
+    /// in flight was written with).
     private var head: HTTP1RequestHead
-    private var previousHead: HTTP1RequestHead?
     private var headGeneration: UInt64 = 0
 
     private(set) var active: [HTTP1ClientConnection] = []
@@ -104,7 +103,6 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         guard let source = config.accessTokens, source.generation != headGeneration else { return }
         let (token, generation) = source.current()
         guard let h = try? Self.makeHead(config, path: path, token: token) else { return }
-        previousHead = head
         head = h
         headGeneration = generation
     }
