@@ -189,11 +189,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) {
         if stats.opened <= config.connections { initialConnected += 1 }
         if let t = connection.tls {
-            if stats.tls == nil {
-                stats.tls = TLSHandshakes(version: t.version, cipher: t.cipher, alpn: t.alpn, serverName: t.serverName,
-                                          verified: t.peerCertificate?.verified ?? false)
-            }
-            stats.tls!.record(t.handshakeNanoseconds)
+            stats.recordHandshake(t)
         }
         notePeer(peerSettings)
         onChange()
@@ -205,7 +201,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         closed.insert(ObjectIdentifier(connection))
         if stats.opened <= config.connections && initialConnected + initialFailed < config.connections {
             initialFailed += 1
-            if firstError == nil { firstError = describe(error) }
+            if firstError == nil { firstError = config.describeConnectFailure(error) }
         }
         scheduleReconnect(afterMilliseconds: 100)
     }
@@ -257,19 +253,6 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         dead.insert(ObjectIdentifier(connection))
         closed.insert(ObjectIdentifier(connection))
         scheduleReconnect(afterMilliseconds: 1)
-    }
-
-    /// A failed connect, naming the target (its name when TLS checks one), with a hint for a certificate.
-    private func describe(_ error: TransportError) -> String {
-        let name = config.serverName.map { "\($0) (\(config.host)):\(config.port)" } ?? "\(config.host):\(config.port)"
-        switch error.kind {
-        case .certificate:
-            return "\(name): TLS: \(error.message) (trust its CA with --cacert FILE, or skip the check with --insecure)"
-        case .tls:
-            return "\(name): TLS handshake failed: \(error.message)"
-        default:
-            return "\(name): \(error.message)"
-        }
     }
 
     /// Marks token `index` gone; when it was the last one, stops the core (the run ends, results kept).

@@ -21,6 +21,8 @@ protocol DriverPool: RequestPort {
     /// Tokens pruned as gone, and whether every one was.
     var pruned: TokenSet { get }
     var tokensExhausted: Bool { get }
+    /// Provider tokens signed again during the run (APNs `--auth-key`).
+    var providerTokenRefreshes: Int { get }
     /// Closes every connection without reporting more to the driver.
     func closeAll()
     /// Drops the connections and timers before the loop closes.

@@ -74,7 +74,11 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
 
     private func open() -> HTTP1ClientConnection {
         let c = HTTP1ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
-        c.connect(host: config.host, port: config.port)
+        if let tls = config.tls {
+            c.connect(host: config.host, port: config.port, tls: tls, serverName: config.serverName ?? config.host)
+        } else {
+            c.connect(host: config.host, port: config.port)
+        }
         stats.opened += 1
         return c
     }
@@ -147,10 +151,14 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
 
     @inline(__always) func endBatch() {}
 
+    /// Provider tokens are APNs's; FCM over HTTP/1.1 carries an access token.
+    var providerTokenRefreshes: Int { 0 }
+
     // MARK: HTTP1ClientDelegate
 
     func connectionDidConnect(_ connection: HTTP1ClientConnection) {
         if stats.opened <= config.connections { initialConnected += 1 }
+        if let t = connection.tls { stats.recordHandshake(t) }
         stats.peerMaxStreams = 1
         onChange()
     }
@@ -160,7 +168,7 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         dead.insert(ObjectIdentifier(connection))
         if stats.opened <= config.connections && initialConnected + initialFailed < config.connections {
             initialFailed += 1
-            if firstError == nil { firstError = "\(config.host):\(config.port): \(error.message)" }
+            if firstError == nil { firstError = config.describeConnectFailure(error) }
         }
         scheduleReconnect(afterMilliseconds: 100)
     }

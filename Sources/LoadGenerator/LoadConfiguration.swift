@@ -132,3 +132,29 @@ public struct LoadConfiguration: Sendable {
         self.tokens = tokens
     }
 }
+
+extension LoadConfiguration {
+    /// A failed connect, naming the target (its name when TLS checks one), with a hint for a certificate.
+    func describeConnectFailure(_ error: TransportError) -> String {
+        let name = serverName.map { "\($0) (\(host)):\(port)" } ?? "\(host):\(port)"
+        switch error.kind {
+        case .certificate:
+            return "\(name): TLS: \(error.message) (trust its CA with --cacert FILE, or skip the check with --insecure)"
+        case .tls:
+            return "\(name): TLS handshake failed: \(error.message)"
+        default:
+            return "\(name): \(error.message)"
+        }
+    }
+}
+
+extension ConnectionStats {
+    /// Counts one finished TLS handshake; the first one's parameters are kept.
+    mutating func recordHandshake(_ t: TLSConnectionInfo) {
+        if tls == nil {
+            tls = TLSHandshakes(version: t.version, cipher: t.cipher, alpn: t.alpn, serverName: t.serverName,
+                                verified: t.peerCertificate?.verified ?? false)
+        }
+        tls!.record(t.handshakeNanoseconds)
+    }
+}

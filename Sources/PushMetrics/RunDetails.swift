@@ -298,10 +298,15 @@ public struct GatewayCounts: Sendable, Equatable {
     public var bytesIn: Int
     /// The FCM route's counters, when it was used.
     public var fcm: FCMCounts?
+    /// Requests that came over HTTP/1.1 (`--http1`, the token fetches), and HTTP/1.1 requests refused as
+    /// APNs refuses them; `http1` in the JSON only when either is not 0.
+    public var http1Requests = 0, http1Refused = 0
 
     /// The counts.
     public init(received: Int, byStatus: [Int: Int], byReason: [String: Int], connectionsTotal: Int, goaways: Int,
-                drops: Int, bytesIn: Int, fcm: FCMCounts?) {
+                drops: Int, bytesIn: Int, fcm: FCMCounts?, http1Requests: Int = 0, http1Refused: Int = 0) {
+        self.http1Requests = http1Requests
+        self.http1Refused = http1Refused
         self.received = received
         self.byStatus = byStatus
         self.byReason = byReason
@@ -319,7 +324,9 @@ public struct GatewayCounts: Sendable, Equatable {
             ("by_reason", .object(byReason.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
             ("connections_total", .int(Int64(connectionsTotal))), ("goaways", .int(Int64(goaways))),
             ("drops", .int(Int64(drops))), ("bytes_in", .int(Int64(bytesIn))),
-        ] + (fcm.map { [("fcm", $0.json)] } ?? []))
+        ] + (fcm.map { [("fcm", $0.json)] } ?? [])
+          + (http1Requests + http1Refused == 0 ? [] : [("http1", .object([("requests", .int(Int64(http1Requests))),
+                                                                          ("refused", .int(Int64(http1Refused)))]))]))
     }
 }
 

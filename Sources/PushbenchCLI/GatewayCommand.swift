@@ -9,9 +9,10 @@ public struct GatewayCommand: PushbenchCommand {
     USAGE: pushbench gateway [options]
 
     Emulates the APNs provider API (POST /3/device/<token>) and FCM HTTP v1 (POST
-    /v1/projects/<id>/messages:send) with its OAuth2 token endpoint (POST /token) on one port: HTTP/2
-    cleartext (prior knowledge) and HTTP/1.1 by default, TLS with --tls (a certificate generated at start)
-    or --tls-cert/--tls-key, where ALPN chooses h2 or http/1.1. APNs refuses HTTP/1.1 as the real one does.
+    /v1/projects/<id>/messages:send) with its OAuth2 token endpoint (POST /token) on one port:
+    HTTP/2 cleartext (prior knowledge) and HTTP/1.1 by default, TLS with --tls (a certificate
+    generated at start) or --tls-cert/--tls-key, where ALPN chooses h2 or http/1.1. APNs refuses
+    HTTP/1.1 as the real one does.
     Every behaviour is off by default: a valid request is answered 200 at once. GET /stats answers JSON
     counts, GET /metrics the same in Prometheus's text format. SIGINT/SIGTERM/SIGHUP: finish the streams
     in flight, GOAWAY, print the final stats, exit 0.

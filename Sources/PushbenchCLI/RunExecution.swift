@@ -231,11 +231,16 @@ extension RunExecution {
         guard let account = options.credentials else { return nil }
         let endpoint: TokenEndpoint
         do throws(LoadRunError) {
-            endpoint = try TokenEndpoint(url: gateway.map { "http://\($0.host):\($0.port)/token" } ?? account.tokenURI)
+            endpoint = try TokenEndpoint(url: gateway.map { "\($0.isTLS ? "https" : "http")://\($0.host):\($0.port)/token" }
+                                         ?? account.tokenURI)
         } catch {
             throw Failure(status: error.unreachable ? 3 : 2, message: "--credentials \(options.credentialsPath ?? ""): \(error.description)")
         }
-        let tokens = ServiceAccountTokens(account: account, endpoint: endpoint)
+        // An https token_uri is checked as the target is: --insecure, --cacert, the embedded gateway's own
+        // CA, else the system's.
+        let trust: TLSTrust = options.insecure ? .insecure : options.caFile.map { .caFile($0) }
+            ?? gateway?.trustedCertificatePEM.map { .certificates(pem: $0) } ?? .system
+        let tokens = ServiceAccountTokens(account: account, endpoint: endpoint, trust: trust)
         let started = MonotonicClock.nanoseconds()
         do throws(LoadRunError) {
             let first = try tokens.fetch()

@@ -103,7 +103,8 @@ extension RunExecution {
             captured: f.captured.count)
         return GatewayCounts(received: Int(g.requests), byStatus: g.byStatus.mapValues { Int($0) },
                              byReason: g.byReason.mapValues { Int($0) }, connectionsTotal: Int(g.connectionsTotal),
-                             goaways: Int(g.goaways), drops: Int(g.drops), bytesIn: Int(g.bytesIn), fcm: fcm)
+                             goaways: Int(g.goaways), drops: Int(g.drops), bytesIn: Int(g.bytesIn), fcm: fcm,
+                             http1Requests: Int(g.http1Requests), http1Refused: Int(g.http1Refused))
     }
 
     /// The FCM route's reconciliation; nil when no request took the FCM route (an APNs run with token churn).

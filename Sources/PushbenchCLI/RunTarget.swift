@@ -97,7 +97,9 @@ extension RunExecution {
                 ?? gateway.trustedCertificatePEM.map { .certificates(pem: $0) } ?? .system
         }
         do throws(TLSError) {
-            config.tls = try TLSClientContext(trust: trust, certificateFile: o.certificateFile, privateKeyFile: o.keyFile)
+            // --http1 offers http/1.1 alone, so the server cannot pick h2 for a client that speaks HTTP/1.1.
+            config.tls = try TLSClientContext(trust: trust, certificateFile: o.certificateFile, privateKeyFile: o.keyFile,
+                                              alpn: o.http1 ? ["http/1.1"] : ["h2"])
         } catch {
             throw Failure(status: 2, message: "TLS: \(error.message)")
         }

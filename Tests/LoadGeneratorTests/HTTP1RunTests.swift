@@ -46,6 +46,23 @@ import Testing
         }
     }
 
+    @Test func http1OverTLSFetchesItsTokenOverHTTPSToo() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let account = try Self.credentials(out)
+        // --tls: the embedded gateway over TLS, its token endpoint https, its CA trusted; ALPN http/1.1.
+        let r = try PushbenchBinary.run(["--protocol", "fcm", "--http1", "--tls", "--credentials", account, "--rps", "500",
+                                         "--duration", "1s", "--warmup", "0s", "--connections", "4", "--out", out.path, "--quiet"])
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.accountingHolds(s))
+        #expect(PushbenchBinary.int(s, "requests", "succeeded") == 500)
+        let tls = try #require(s["tls"] as? [String: Any])
+        #expect(tls["alpn"] as? String == "http/1.1" && tls["verified"] as? Bool == true && tls["handshakes"] as? Int == 4, "\(tls)")
+        let gateway = try #require(s["gateway"] as? [String: Any])
+        #expect(PushbenchBinary.int(gateway, "http1", "requests") == 501, "\(gateway)")   // the token fetch and the sends
+    }
+
     @Test func http2AndHTTP1RunsOfOneRateCompare() throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
