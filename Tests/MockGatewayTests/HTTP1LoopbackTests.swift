@@ -69,6 +69,8 @@ func rawHTTP1(_ port: Int, _ request: String, bodyBytes: Int = 0, timeout: Doubl
             #expect((o["fcm"] as? [String: Any])?["messages_accepted"] as? Int == 2)
             #expect((o["http1"] as? [String: Any])?["requests"] as? Int == 2)
             #expect(g.stats().http1Requests == 2)
+            let (_, sm, metrics) = try curlHTTP1(g.port, path: "/metrics", method: "GET", headers: [])
+            #expect(sm == 200 && metrics.contains("pushbench_gateway_"), "\(metrics.prefix(300))")
         }
     }
 
