@@ -40,8 +40,6 @@ final class GatewayServer: Sendable {
     /// with their reason), from the loop threads.
     static func start(_ configuration: GatewayConfiguration, onSignal: (@Sendable () -> Void)? = nil,
                       log: (@Sendable (String) -> Void)? = nil) throws(GatewayStartError) -> GatewayServer {
-        // A peer that closes while we write must not kill the process (libuv writes with write(2)).
-        signal(SIGPIPE, SIG_IGN)
         let tls = try configuration.makeTLS()
         let counters = (0..<configuration.threads).map { _ in GatewayCounters() }
         let cap = ConnectionCap(limit: configuration.maxConnections

@@ -1,4 +1,7 @@
 import CUV
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// A libuv event loop confined to the thread that runs it (one loop per thread).
@@ -29,8 +32,11 @@ public final class EventLoop {
     private var closed = false
     private var stopRequested = false
 
-    /// Creates a loop (not yet running).
+    /// Creates a loop (not yet running). SIGPIPE is ignored from then on, for the whole process.
     public init() throws(TransportError) {
+        // libuv writes with write(2): a peer that closes while we write would otherwise kill a client
+        // process as readily as a server (a load run against a gateway retiring connections with GOAWAY).
+        signal(SIGPIPE, SIG_IGN)
         uvLoop = .allocate(capacity: 1)
         let r = uv_loop_init(uvLoop)
         if r != 0 { uvLoop.deallocate(); throw TransportError(uv: r, "uv_loop_init") }

@@ -6,6 +6,17 @@ import Testing
 
 /// The loop's timers, cross-thread handle, signals and SO_REUSEPORT.
 @Suite struct EventLoopTests {
+    /// A peer that closes while a client writes must not kill the process: any process with a loop
+    /// ignores SIGPIPE, not only one that also runs the gateway (a `pushbench run --target` from a shell,
+    /// whose SIGPIPE is at its default, died with status 141 against a gateway retiring connections).
+    @Test func aLoopLeavesSIGPIPEIgnored() throws {
+        let loop = try EventLoop()
+        defer { loop.close() }
+        var current = sigaction()
+        #expect(sigaction(SIGPIPE, nil, &current) == 0)
+        #expect(unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self))
+    }
+
     @Test func loopTimerFiresAndRepeats() throws {
         let loop = try EventLoop()
         var fired = 0
