@@ -14,6 +14,9 @@ extension GatewayStats {
         let fcmRequests = min(fcm.requests, requests)
         t.family(prefix + "requests_total", .counter, "Push requests received, by route (GET /stats and /metrics are not counted).",
                  [(["route": "apns"], Double(requests - fcmRequests)), (["route": "fcm"], Double(fcmRequests))])
+        t.family(prefix + "http1_requests_total", .counter, "Requests that came over HTTP/1.1, of every route.", Double(http1Requests))
+        t.family(prefix + "http1_refused_total", .counter, "HTTP/1.1 requests to the APNs route, refused as APNs refuses them.",
+                 Double(http1Refused))
         t.family(prefix + "responses_total", .counter, "Responses decided, by HTTP status (a delayed response counts when decided).",
                  byStatus.keys.sorted().map { (["status": String($0)], Double(byStatus[$0]!)) })
         t.family(prefix + "apns_errors_total", .counter, "APNs error responses, by reason.", labelled("reason", byReason))

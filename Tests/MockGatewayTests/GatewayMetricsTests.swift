@@ -58,12 +58,15 @@ func parsePrometheus(_ text: String) throws -> [String: Double] {
         s.fcm.byCode = ["UNREGISTERED": 1]
         s.fcm.churnedTokens = 6
         s.fcm.churnRefusals = 8
+        s.http1Requests = 5
+        s.http1Refused = 1
         let m = try parsePrometheus(s.prometheusText)
         let p = "pushbench_gateway_"
         #expect(m[p + "requests_total{route=\"apns\"}"] == 7 && m[p + "requests_total{route=\"fcm\"}"] == 3)
         #expect(m[p + "responses_total{status=\"200\"}"] == 7 && m[p + "responses_total{status=\"410\"}"] == 2)
         #expect(m[p + "apns_errors_total{reason=\"Unregistered\"}"] == 2 && m[p + "fcm_errors_total{code=\"UNREGISTERED\"}"] == 1)
         #expect(m[p + "request_body_bytes_total"] == 1234)
+        #expect(m[p + "http1_requests_total"] == 5 && m[p + "http1_refused_total"] == 1)
         #expect(m[p + "delayed_responses_total"] == 4 && m[p + "injected_latency_seconds_total"] == 0.0025)
         #expect(m[p + "connections_open"] == 2 && m[p + "connections_total"] == 5)
         #expect(m[p + "goaways_total"] == 1 && m[p + "drops_total"] == 1)
@@ -91,6 +94,22 @@ func parsePrometheus(_ text: String) throws -> [String: Double] {
             #expect(m["pushbench_gateway_delayed_responses_total"] == 3)
             #expect((m["pushbench_gateway_injected_latency_seconds_total"] ?? 0) >= 0.003)
             #expect(m["pushbench_gateway_connections_total"] == 4)
+        }
+    }
+
+    /// A plain HTTP/1.1 client (curl --http1.1, as Prometheus scrapes) reads /metrics and /stats, and
+    /// /metrics counts what came over HTTP/1.1.
+    @Test func metricsAndStatsOverHTTP1() throws {
+        try withGateway { g in
+            let (_, refused, _) = try curlHTTP1(g.port, path: "/3/device/" + validToken, body: "{\"aps\":{}}", headers: [])
+            #expect(refused == 0)
+            let (_, status, text) = try curlHTTP1(g.port, path: "/metrics", method: "GET", headers: [])
+            #expect(status == 200)
+            let m = try parsePrometheus(text)
+            #expect(m["pushbench_gateway_http1_refused_total"] == 1)
+            #expect((m["pushbench_gateway_http1_requests_total"] ?? 0) >= 1)
+            let (_, statsStatus, stats) = try curlHTTP1(g.port, path: "/stats", method: "GET", headers: [])
+            #expect(statsStatus == 200 && stats.contains("\"http1\":{\"requests\":"))
         }
     }
 }
