@@ -17,6 +17,15 @@ import Testing
         try String(contentsOf: repository.appendingPathComponent(path), encoding: .utf8)
     }
 
+    /// The README's first commands are the two that set up a fresh machine and run the headline load
+    /// and the test suite; CI calls the second through .ci/run.
+    @Test func theReadmeStartsWithTheRunAndTheTestCommands() throws {
+        let commands = try Self.text("README.md").split(separator: "\n").filter { $0.hasPrefix("    ") }
+            .prefix(2).map { $0.trimmingCharacters(in: .whitespaces).split(separator: "#")[0].trimmingCharacters(in: .whitespaces) }
+        #expect(commands == ["scripts/pushbench --rps 50000", "scripts/test"])
+        #expect(try Self.text(".ci/run").contains("scripts/test"))
+    }
+
     /// The lines of `markdown` outside code blocks, with code spans blanked.
     static func prose(_ markdown: String) -> [String] {
         var lines: [String] = []
