@@ -22,10 +22,12 @@ import Testing
         let address = try #require(waitFor(gateway, #"127\.0\.0\.1:\d+"#), "no listening line: \(gateway.peekStdout())")
         let out = NSTemporaryDirectory() + "pushbench-dying-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: out) }
-        let run = try startProcess(bin, ["--target", "http://\(address)", "--rps", "200", "--duration", "4s", "--warmup", "0s",
+        let run = try startProcess(bin, ["--target", "http://\(address)", "--rps", "200", "--duration", "10s", "--warmup", "0s",
                                          "--out", out])
-        // The target dies once the run has shown its first second.
-        _ = waitFor(run, #"1\.0s  sent"#)
+        // The target dies once the run has shown its first second. The run lasts long enough that the kill
+        // lands inside it even when a busy machine delivers the child's output seconds late.
+        let shown = waitFor(run, #"1\.0s  sent"#)
+        #expect(shown != nil, "no first progress line: \(run.peekStdout())")
         kill(gateway.process.processIdentifier, SIGKILL)
         _ = gateway.finish(timeout: 10)
         let r = run.finish(timeout: 60)
