@@ -93,11 +93,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
 
     private func open() -> HTTP2ClientConnection {
         let c = HTTP2ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
-        if let tls = config.tls {
-            c.connect(host: config.host, port: config.port, tls: tls, serverName: config.serverName ?? config.host)
-        } else {
-            c.connect(host: config.host, port: config.port)
-        }
+        config.connect(c)
         stats.opened += 1
         return c
     }

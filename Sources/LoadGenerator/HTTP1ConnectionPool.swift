@@ -74,11 +74,7 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
 
     private func open() -> HTTP1ClientConnection {
         let c = HTTP1ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
-        if let tls = config.tls {
-            c.connect(host: config.host, port: config.port, tls: tls, serverName: config.serverName ?? config.host)
-        } else {
-            c.connect(host: config.host, port: config.port)
-        }
+        config.connect(c)
         stats.opened += 1
         return c
     }
