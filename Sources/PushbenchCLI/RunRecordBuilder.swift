@@ -43,7 +43,7 @@ extension RunExecution {
         record.cpuSystemSeconds = r.stats.cpuSystem
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        record.maxRSSBytes = Int64(usage.ru_maxrss) * 1024
+        record.maxRSSBytes = PeakMemory.bytes()
         record.interrupted = r.interrupted
         // This agent's share of the rate (a schedule's mean rate, split among --segment agents).
         record.rate = r.rateOutcome(targetRPS: rps.map { Double($0) / Double(max(1, config.segments)) })

@@ -45,6 +45,21 @@ import Testing
         for row in rows.dropFirst().prefix(2) { #expect(row.last == "2000", "\(row)") }
     }
 
+    /// `max_rss_bytes` is pushbench's own peak, not its parent's: started by a 300 MiB parent through
+    /// vfork (Python's subprocess, Foundation's Process), `ru_maxrss` reported the parent's 300 MiB.
+    @Test func theReportedPeakMemoryIsTheRunsOwnNotItsParents() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let bin = try #require(PushbenchBinary.url)
+        let parent = "import subprocess, sys\nheld = bytearray(300 << 20)\nfor i in range(0, len(held), 4096): held[i] = 1\n"
+            + "sys.exit(subprocess.run(sys.argv[1:]).returncode)"
+        let r = try PushbenchBinary.run(["python3", "-c", parent, bin.path, "--rps", "100", "--duration", "1s", "--warmup", "0s",
+                                         "--out", out.path, "--quiet"], executable: URL(fileURLWithPath: "/usr/bin/env"))
+        #expect(r.status == 0, "\(r.err)")
+        let rss = PushbenchBinary.int(try PushbenchBinary.summary(out), "max_rss_bytes")
+        #expect(rss > 1 << 20 && rss < 200 << 20, "max_rss_bytes \(rss)")
+    }
+
     @Test func aStagedRunSendsTheIntegralAndWritesTheTargetEachSecond() throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
