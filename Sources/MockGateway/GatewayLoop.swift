@@ -90,6 +90,9 @@ final class GatewayLoop: HTTP2ServerDelegate {
         c.limits.maxBodyMemory = max(configuration.limits.maxRequestBodySize, configuration.limits.maxBodyMemory / configuration.threads)
         c.connectionCap = connectionCap
         c.reusePort = reusePort
+        // A connection choosing its protocol (TLS handshake, first bytes) has not sent its preface yet.
+        let handshake = configuration.limits.handshakeTimeoutNanos
+        c.protocolSelectionTimeoutMilliseconds = handshake == 0 ? 0 : max(1, handshake / 1_000_000)
         // One port for both: HTTP/1.1 senders (firebase-admin's send(), the OAuth2 token fetch) beside h2c.
         c.servesHTTP1 = true
         return c

@@ -15,7 +15,7 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// iovecs per write batch.
     public var iovCapacity: Int = 1024
     /// Bounds the time from accept to a chosen protocol (the TLS handshake, the first bytes when they
-    /// decide); a connection that takes longer is refused.
+    /// decide); a connection that takes longer is refused. 0: no bound.
     public var protocolSelectionTimeoutMilliseconds: UInt64 = 10_000
     /// TLS for every connection (listened or accepted in memory); nil serves cleartext (h2c).
     public var tls: TLSServerContext?

@@ -46,15 +46,23 @@ final class PendingServerConnection: ByteTransportOwner {
     /// Starts the timeout and reading (over TLS: the handshake); cleartext is decided by its first bytes.
     func begin() {
         peer = transport.peerName()
-        let timer = LoopTimer(loop: server.loop) { [unowned self] in
-            self.refuse(self.isTLS && !self.handshakeDone
-                        ? "no TLS handshake within \(self.server.configuration.protocolSelectionTimeoutMilliseconds) ms"
-                        : "no HTTP/2 connection preface within \(self.server.configuration.protocolSelectionTimeoutMilliseconds) ms",
-                        answer: false)
+        let ms = server.configuration.protocolSelectionTimeoutMilliseconds
+        if ms > 0 {
+            let timer = LoopTimer(loop: server.loop) { [unowned self] in
+                self.refuse(self.isTLS && !self.handshakeDone ? "no TLS handshake within \(ms) ms" : self.unfinished(ms), answer: .none)
+            }
+            timer.start(afterMilliseconds: ms)
+            self.timer = timer
         }
-        timer.start(afterMilliseconds: server.configuration.protocolSelectionTimeoutMilliseconds)
-        self.timer = timer
         transport.startReading()
+    }
+
+    /// Why a connection that did not choose in time is refused: what it began to send.
+    private func unfinished(_ ms: UInt64) -> String {
+        let b = firstBytes.bytes
+        let prefacePrefix = b.count <= ProtocolSelection.preface.count
+            && b.elementsEqual(ProtocolSelection.preface.prefix(b.count))
+        return prefacePrefix ? "no HTTP/2 connection preface within \(ms) ms" : "no complete HTTP/1.1 request line within \(ms) ms"
     }
 
     private var handshakeDone = false
@@ -77,11 +85,7 @@ final class PendingServerConnection: ByteTransportOwner {
     }
 
     func transportWriteDidComplete() {
-        if refusing && !finished {
-            transport.close(nil, notify: false)
-            finished = true
-            server.pendingDidFinish(self)
-        }
+        if refusing && !finished { linger() }
     }
 
     func transportDidClose(_ error: TransportError?) {
@@ -100,8 +104,8 @@ final class PendingServerConnection: ByteTransportOwner {
         switch verdict {
         case .needBytes:
             return
-        case .refuse(let reason):
-            refuse(reason, answer: ProtocolSelection.looksLikeHTTP1(firstBytes.bytes))
+        case .refuse(let reason, let answer):
+            refuse(reason, answer: answer)
         case .serve(let p):
             finished = true
             timer = nil
@@ -109,22 +113,48 @@ final class PendingServerConnection: ByteTransportOwner {
         }
     }
 
-    /// Refuses the connection: an HTTP/1.x client reads a 505 first (`answer`), then it closes.
-    private func refuse(_ reason: String, answer: Bool) {
+    /// Refuses the connection: the client reads `answer` (if any), then it closes.
+    private func refuse(_ reason: String, answer: ProtocolSelection.Refusal) {
         if finished || refusing { return }
         refusing = true
         timer = nil
         server.pendingWasRefused(self, reason: reason)
-        if answer {
-            // The static array's storage lives as long as the process, so a pending write may point at it.
-            ProtocolSelection.http1Refusal.withUnsafeBufferPointer { b in
+        if let bytes = answer.bytes {
+            // The answers are static arrays, whose storage lives as long as the process: a pending write
+            // may point at it.
+            bytes.withUnsafeBufferPointer { b in
                 answerIov.pointee = uv_buf_t(base: UnsafeMutableRawPointer(mutating: b.baseAddress!).assumingMemoryBound(to: CChar.self),
                                              len: b.count)
             }
-            if transport.write(answerIov, count: 1) == .pending || finished { return }
+            switch transport.write(answerIov, count: 1) {
+            case .pending: return
+            case .failed: return  // closed and reported: transportDidClose finished it
+            case .complete: linger(); return
+            }
         }
-        transport.close(nil, notify: false)
+        closeNow()
+    }
+
+    /// The answer is written: end the sending side (the client reads it, then end of stream) and drop
+    /// what the client still sends until it closes, for at most `lingerMilliseconds`. Closing with its
+    /// bytes unread would reset the connection, and a reset can discard the answer before the client
+    /// reads it.
+    private func linger() {
+        if finished { return }
+        transport.shutdownWrite()
+        let t = LoopTimer(loop: server.loop) { [unowned self] in self.closeNow() }
+        t.start(afterMilliseconds: Self.lingerMilliseconds)
+        timer = t
+    }
+
+    /// How long a refused connection that was answered waits for the client to close.
+    static let lingerMilliseconds: UInt64 = 1_000
+
+    private func closeNow() {
+        if finished { return }
         finished = true
+        timer = nil
+        transport.close(nil, notify: false)
         server.pendingDidFinish(self)
     }
 

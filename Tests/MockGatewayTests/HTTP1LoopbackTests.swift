@@ -118,7 +118,7 @@ func rawHTTP1(_ port: Int, _ request: String, bodyBytes: Int = 0, timeout: Doubl
     }
 
     @Test(arguments: [
-        ("bad request line", "GARBAGE\r\n\r\n", 0, 400),
+        ("bad request line", "GARBAGE / HTTP/1.1\r\nHost: x\r\n\r\n", 0, 400),
         ("header without a colon", "POST \(fcmPath) HTTP/1.1\r\nHost: x\r\nthis has no colon\r\n\r\n", 0, 400),
         ("Content-Length that lies", "POST \(fcmPath) HTTP/1.1\r\nHost: x\r\nauthorization: Bearer t\r\nContent-Length: 4\r\n\r\n{\"message\":{}}", 0, 400),
         ("100 MB body", "POST \(fcmPath) HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n", 104_857_600, 413),
