@@ -31,7 +31,7 @@ enum GatewayLog {
         case .headerMemory:
             return "a connection's open requests held more than \(l.maxHeaderMemoryPerConnection) header bytes; stream refused (--max-header-memory)"
         case .requestBodySize:
-            return "a request body passed \(l.maxRequestBodySize) bytes; stream reset (--max-body)"
+            return "a request body passed \(l.maxRequestBodySize) bytes; stream reset, or over HTTP/1.1 answered 413 and closed (--max-body)"
         case .bodyMemoryPerConnection:
             return "a connection's open requests held more than \(l.maxBodyMemoryPerConnection) body bytes; stream reset (--max-body-memory)"
         case .bodyMemory:

@@ -154,7 +154,7 @@ extension GatewayConfiguration {
                 text, name throws(UsageError) in try size(text, name, 1024...(1 << 30))
             },
             .value("--max-body", "SIZE", \.limits.maxRequestBodySize, default: "64KiB",
-                   help: "request body bytes read and answered (413 past the protocol's limit); larger: RST_STREAM CANCEL") {
+                   help: "request body bytes read and answered (413 past the protocol's limit); larger: RST_STREAM CANCEL (HTTP/1.1: 413, connection closed)") {
                 text, name throws(UsageError) in try size(text, name, 5120...(1 << 30))
             },
             .value("--max-body-memory", "SIZE", \.limits.maxBodyMemoryPerConnection, default: "8MiB",

@@ -154,7 +154,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         let p = parser.parser
         let hasBody = pb_hp_is_chunked(p) != 0 || (pb_hp_has_content_length(p) != 0 && pb_hp_content_length(p) > 0)
         if pb_hp_has_content_length(p) != 0 && pb_hp_content_length(p) > UInt64(maxBodySize) {
-            return reject(413)
+            return bodyTooLarge()
         }
         if let expect = headers.first(named: "expect") {
             // Only 100-continue is defined (RFC 9110 §10.1.1); any other expectation cannot be met.
@@ -168,7 +168,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     }
 
     private func bodyBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
-        if body.count + n > maxBodySize { return reject(413) }
+        if body.count + n > maxBodySize { return bodyTooLarge() }
         body.append(at, n)
         return 0
     }
@@ -179,6 +179,13 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         keepAlive = http_should_keep_alive(parser.parser) != 0
         http_parser_pause(parser.parser, 1)
         return 0
+    }
+
+    /// The body passes the server's `maxRequestBodySize`, the bound HTTP/2 bodies have too: answered 413
+    /// (HTTP/1.1 has no stream to reset) and reported as that bound.
+    private func bodyTooLarge() -> Int32 {
+        if !detached { owner.delegate?.server(owner, connection: nil, didEnforce: .requestBodySize) }
+        return reject(413)
     }
 
     /// Stops the parser with `status` to answer (the request cannot be served).

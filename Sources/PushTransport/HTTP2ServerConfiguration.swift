@@ -24,7 +24,8 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// Open connections across every server sharing it (a gateway's loops); nil: no cap. A connection
     /// accepted past it is closed at once.
     public var connectionCap: ConnectionCap?
-    /// Request bodies larger than this are reset with RST_STREAM(CANCEL) (``ServerLimits/maxRequestBodySize``).
+    /// Request bodies larger than this are reset with RST_STREAM(CANCEL), or over HTTP/1.1 answered 413
+    /// (``ServerLimits/maxRequestBodySize``).
     public var maxRequestBodySize: Int {
         get { limits.maxRequestBodySize }
         set { limits.maxRequestBodySize = newValue }

@@ -16,8 +16,9 @@ public struct ServerLimits: Sendable, Equatable {
     /// pass it is refused (HTTP/2: RST_STREAM REFUSED_STREAM).
     public var maxHeaderMemoryPerConnection = 4 << 20
     /// Request bodies larger than this are reset (HTTP/2: RST_STREAM CANCEL, not REFUSED_STREAM, which
-    /// would tell the client the request was not processed and may be retried). A server whose requests
-    /// are small (the gateway's are push payloads) sets it far lower.
+    /// would tell the client the request was not processed and may be retried; HTTP/1.1: answered 413
+    /// with `Connection: close`). A server whose requests are small (the gateway's are push payloads)
+    /// sets it far lower.
     public var maxRequestBodySize = 1 << 20
     /// The most request-body bytes one connection keeps for its open requests together; a DATA frame
     /// that would pass it resets its stream (ENHANCE_YOUR_CALM).

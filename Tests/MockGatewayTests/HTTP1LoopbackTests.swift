@@ -134,4 +134,35 @@ func rawHTTP1(_ port: Int, _ request: String, bodyBytes: Int = 0, timeout: Doubl
             #expect(s == 200, "\(name): the gateway stopped serving")
         }
     }
+
+    /// An FCM send of exactly `size` body bytes (the message, then spaces), by `Content-Length` or in
+    /// two chunks; the gateway closes the connection after answering.
+    func sizedSend(_ size: Int, chunked: Bool) -> String {
+        let body = message + String(repeating: " ", count: size - message.utf8.count)
+        let head = "POST \(fcmPath) HTTP/1.1\r\nHost: x\r\nauthorization: Bearer t\r\nConnection: close\r\n"
+        if !chunked { return head + "Content-Length: \(size)\r\n\r\n" + body }
+        let first = size / 2
+        return head + "Transfer-Encoding: chunked\r\n\r\n"
+            + String(first, radix: 16) + "\r\n" + body.prefix(first) + "\r\n"
+            + String(size - first, radix: 16) + "\r\n" + body.dropFirst(first) + "\r\n0\r\n\r\n"
+    }
+
+    @Test(arguments: [false, true])
+    func bodiesOverHTTP1FollowMaxBody(chunked: Bool) throws {
+        try withGateway(["--max-body", "16KiB"]) { g in
+            // At the bound the FCM route reads the body and answers it.
+            let at = try rawHTTP1(g.port, sizedSend(16 * 1024, chunked: chunked))
+            #expect(at.answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(at.answer.prefix(300))")
+            #expect(at.answer.contains("projects/pushbench/messages/"))
+            #expect(g.stats().limits["request_body_size"] == nil)
+            // One byte over: 413 from the transport, the connection closed, the bound counted.
+            let over = try rawHTTP1(g.port, sizedSend(16 * 1024 + 1, chunked: chunked))
+            #expect(over.answer.hasPrefix("HTTP/1.1 413 Payload Too Large\r\n"), "\(over.answer.prefix(300))")
+            #expect(over.answer.contains("Connection: close\r\n"))
+            #expect(over.answer.hasSuffix("the request body is over 16384 bytes\n"))
+            #expect(over.end == "eof")
+            #expect(g.stats().limits["request_body_size"] == 1)
+            #expect(g.stats().fcm.messagesAccepted == 1)
+        }
+    }
 }

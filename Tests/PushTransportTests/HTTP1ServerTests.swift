@@ -1,3 +1,4 @@
+import CNGHTTP2
 import PushTransport
 import Testing
 
@@ -41,6 +42,10 @@ final class HTTP1TestServer: HTTP2ServerDelegate {
             _ = c.respond(to: sequence, status: 200, body: UnsafeRawBufferPointer(b)) { h in h.add("content-type", "text/plain") }
         }
     }
+
+    /// Bounds the server enforced, in order.
+    var limits: [ServerLimit] = []
+    func server(_ server: HTTP2Server, connection: HTTP2ServerConnection?, didEnforce limit: ServerLimit) { limits.append(limit) }
 
     func server(_ server: HTTP2Server, http1ConnectionDidOpen connection: HTTP1ServerConnection) { opened += 1 }
     func server(_ server: HTTP2Server, http1ConnectionDidClose connection: HTTP1ServerConnection, error: TransportError) {
@@ -206,6 +211,55 @@ struct HTTP1RawClient {
         var d = HTTP1RawClient(loop, t.server)
         d.send(Self.post)
         #expect(HTTP1RawClient.count(200, in: d.run { HTTP1RawClient.count(200, in: $0) == 1 }) == 1)
+    }
+
+    /// A body of `size` bytes, by `Content-Length` or in two chunks.
+    static func bodyRequest(_ size: Int, chunked: Bool) -> String {
+        let body = String(repeating: "b", count: size)
+        if !chunked { return "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: \(size)\r\n\r\n" + body }
+        let first = size / 2
+        return "POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + String(first, radix: 16) + "\r\n" + body.prefix(first) + "\r\n"
+            + String(size - first, radix: 16) + "\r\n" + body.dropFirst(first) + "\r\n0\r\n\r\n"
+    }
+
+    @Test(arguments: [false, true])
+    func theBodyBoundIsTheServersMaxRequestBodySize(chunked: Bool) throws {
+        let loop = try EventLoop()
+        let t = HTTP1TestServer(loop: loop) { $0.maxRequestBodySize = 1000 }
+        // At the bound: read whole and delivered.
+        var c = HTTP1RawClient(loop, t.server)
+        c.send(Self.bodyRequest(1000, chunked: chunked))
+        let ok = c.run { HTTP1RawClient.count(200, in: $0) == 1 && $0.hasSuffix("POST /b 1000") }
+        #expect(ok.hasSuffix("POST /b 1000"), "\(ok)")
+        #expect(t.limits.isEmpty)
+        // One byte over: 413, Connection: close, nothing delivered, the bound reported.
+        var d = HTTP1RawClient(loop, t.server)
+        d.send(Self.bodyRequest(1001, chunked: chunked))
+        let over = d.run { $0.contains("\r\n\r\n") && $0.hasSuffix("\n") }
+        #expect(over.hasPrefix("HTTP/1.1 413 Payload Too Large\r\n"), "\(over)")
+        #expect(over.contains("Connection: close\r\n"))
+        #expect(over.hasSuffix("Payload Too Large: the request body is over 1000 bytes\n"))
+        #expect(t.requests.count == 1)
+        #expect(t.limits == [.requestBodySize])
+        d.end.close()
+        #expect(loop.run(until: { t.closed == 1 }, timeoutNanoseconds: 5 * seconds))
+    }
+
+    @Test func http2AndHTTP1KeepTheSameBodyBound() throws {
+        let loop = try EventLoop()
+        let t = HTTP1TestServer(loop: loop) { $0.maxRequestBodySize = 1000 }
+        // HTTP/2 on the same server: 1000 bytes answered, 1001 reset.
+        let a = rawClient(loop, t.server)
+        a.send(RawFrames.hello + RawFrames.headers(1, endStream: false) + RawFrames.data(1, [UInt8](repeating: 1, count: 1000), endStream: true)
+               + RawFrames.headers(3, endStream: false) + RawFrames.data(3, [UInt8](repeating: 1, count: 1001), endStream: true))
+        #expect(loop.run(until: { t.http2Requests == 1 && a.resets()[3] != nil }, timeoutNanoseconds: 5 * seconds))
+        #expect(a.resets() == [3: NGHTTP2_CANCEL.rawValue])
+        // HTTP/1.1: the same bound.
+        var c = HTTP1RawClient(loop, t.server)
+        c.send(Self.bodyRequest(1001, chunked: false))
+        #expect(c.run { $0.contains("413 ") }.hasPrefix("HTTP/1.1 413 "))
+        #expect(t.limits == [.requestBodySize, .requestBodySize])
     }
 
     @Test func contentLengthShorterThanTheBodyMakesTheRestABadRequest() throws {
