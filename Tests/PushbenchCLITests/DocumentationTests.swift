@@ -39,7 +39,8 @@ import Testing
         return lines
     }
 
-    /// The `target` of every `[text](target)` in `markdown`, outside code blocks and code spans.
+    /// The target of every link in `markdown`, outside code blocks and code spans: `[text](target)`,
+    /// `![alt](target)`, a reference definition `[label]: target`, and HTML `href="target"` / `src="target"`.
     static func links(in markdown: String) -> [String] {
         var found: [String] = []
         for line in prose(markdown) {
@@ -50,8 +51,38 @@ import Testing
                 found.append(String(after[..<close]))
                 rest = after[close...]
             }
+            let trimmed = line.drop { $0 == " " }
+            if trimmed.hasPrefix("["), let colon = trimmed.range(of: "]: ") {
+                let target = trimmed[colon.upperBound...].drop { $0 == " " }.prefix { $0 != " " }
+                if !target.isEmpty { found.append(String(target.trimmingCharacters(in: CharacterSet(charactersIn: "<>")))) }
+            }
+            for attribute in ["href=\"", "src=\""] {
+                var rest = Substring(line)
+                while let open = rest.range(of: attribute) {
+                    let after = rest[open.upperBound...]
+                    guard let close = after.firstIndex(of: "\"") else { break }
+                    found.append(String(after[..<close]))
+                    rest = after[close...]
+                }
+            }
         }
         return found
+    }
+
+    /// Why `link`, found on `page`, points outside the repository, or nil when it stays inside: a URL,
+    /// an absolute path, or a relative one that climbs above the repository's root. A path is judged
+    /// by its text, not by what this machine has beside the repository (a fresh clone has nothing there).
+    static func outside(_ link: String, on page: String) -> String? {
+        if link.contains("://") || link.hasPrefix("mailto:") || link.hasPrefix("//") { return "points outside the repository" }
+        let file = String(link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0])
+        if file.hasPrefix("/") || file.hasPrefix("~") { return "is an absolute path, outside the repository" }
+        let folder = (page as NSString).deletingLastPathComponent
+        var depth = 0
+        for part in ((folder as NSString).appendingPathComponent(file) as NSString).pathComponents {
+            if part == ".." { depth -= 1 } else if part != "." { depth += 1 }
+            if depth < 0 { return "climbs out of the repository" }
+        }
+        return nil
     }
 
     /// GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens.
@@ -79,8 +110,8 @@ import Testing
         for page in try Self.pages() {
             let folder = (page as NSString).deletingLastPathComponent
             for link in Self.links(in: try Self.text(page)) {
-                if link.contains("://") || link.hasPrefix("mailto:") || link.hasPrefix("//") {
-                    problems.append("\(page): \(link) points outside the repository")
+                if let why = Self.outside(link, on: page) {
+                    problems.append("\(page): \(link) \(why)")
                     continue
                 }
                 let parts = link.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
@@ -168,6 +199,34 @@ import Testing
             if !word.contains("/") || word.hasPrefix("docs/") || word.hasPrefix("examples/") || word.hasPrefix("../") { names.append(word) }
         }
         return names
+    }
+
+    /// The project's background notes live outside the repository; no page may lean on them, in a link
+    /// or in words (a fresh clone does not have them).
+    @Test func noPageNamesWhatLivesOutsideTheRepository() throws {
+        var problems: [String] = []
+        for page in try Self.pages() {
+            let text = try Self.text(page)
+            for word in ["push-protocols", "shared/docs", "hdrhistogram-formats.md", "/work/"] where text.contains(word) {
+                problems.append("\(page): \(word)")
+            }
+        }
+        #expect(problems == [])
+    }
+
+    @Test func linksOutsideTheRepositoryAreCaught() {
+        #expect(Self.outside("fcm.md#tokens", on: "docs/gateway.md") == nil)
+        #expect(Self.outside("../README.md", on: "docs/gateway.md") == nil)
+        #expect(Self.outside("docs/fcm.md", on: "README.md") == nil)
+        #expect(Self.outside("#limits", on: "README.md") == nil)
+        // Whether or not the file is there on this machine.
+        #expect(Self.outside("../../shared/docs/push-protocols.md", on: "docs/fcm.md") == "climbs out of the repository")
+        #expect(Self.outside("../shared/docs/push-protocols.md#fcm", on: "README.md") == "climbs out of the repository")
+        #expect(Self.outside("docs/../../x.md", on: "README.md") == "climbs out of the repository")
+        #expect(Self.outside("/work/shared/docs/push-protocols.md", on: "docs/fcm.md") == "is an absolute path, outside the repository")
+        #expect(Self.outside("https://firebase.google.com/docs", on: "docs/fcm.md") == "points outside the repository")
+        #expect(Self.links(in: "[ref]: ../../shared/docs/design.md\n<a href=\"x.md\">x</a> <img src=\"y.svg\">")
+                == ["../../shared/docs/design.md", "x.md", "y.svg"])
     }
 
     @Test func linksAreFoundAndAnchorsMatchGitHubs() {
