@@ -7,6 +7,8 @@ import Glibc
 /// State shared by the main thread and the driver threads: start barrier, stop flag, live counters.
 final class SharedRunState: Sendable {
     let live: [LiveCounters]
+    /// Each thread's closed seconds, taken by the main thread as the run goes.
+    let outboxes: [IntervalOutbox]
     /// Threads whose connections are up (or could not be reached).
     let ready = Atomic<Int>(0)
     let unreachable = Atomic<Int>(0)
@@ -24,6 +26,7 @@ final class SharedRunState: Sendable {
 
     init(threads: Int) {
         live = (0..<threads).map { _ in LiveCounters() }
+        outboxes = (0..<threads).map { _ in IntervalOutbox() }
         results = (0..<threads).map { _ in ResultSlot() }
     }
 }
@@ -69,7 +72,7 @@ final class DriverThread<Pool: DriverPool> {
                               durationNs: config.durationNs, requests: config.requests, retries: config.retries,
                               drainTimeoutNs: config.drainTimeoutNs, capacity: config.connections * config.streams,
                               schedule: config.schedule, segment: config.segment, segments: config.segments)
-        core = DriverCore(plan: plan, clock: MonotonicClock.shared, recorder: Recorder(live: shared.live[index]))
+        core = DriverCore(plan: plan, clock: MonotonicClock.shared, recorder: Recorder(live: shared.live[index], outbox: shared.outboxes[index]))
         connectDeadline = MonotonicClock.nanoseconds() + config.connectTimeoutMilliseconds * 1_000_000 + 500_000_000
         pool = try Pool(loop: loop, config: config, core: core, thread: index) { [unowned self] in self.pump() }
         core.attach(pool)

@@ -18,7 +18,8 @@ public struct LoadResult {
     public var latency: HdrHistogram
     /// Service time, µs, measured phase.
     public var serviceTime: HdrHistogram
-    /// Per-second intervals of every thread (merged by second by the writer).
+    /// Per-second intervals, merged by second, when the run kept them in memory (no timeline sink);
+    /// empty when they were streamed to a ``TimelineSink``.
     public var intervals: [TimelineInterval]
     /// Length of the measured phase in seconds (denominator of the achieved rate).
     public var measuredSeconds: Double
@@ -89,7 +90,12 @@ public struct LoadRunError: Error, CustomStringConvertible {
 public enum LoadRun {
     /// Runs `config`. `progress(snapshot, elapsedSeconds)` is called about once a second on the calling
     /// thread; `shouldStop()` is polled every 50 ms (Ctrl-C). Throws when the target cannot be reached.
+    ///
+    /// `timeline(measuredStart)` is called once, when the start time is set: the sink it returns takes
+    /// each merged second as it closes (streamed to the run folder, so a long run's memory stays flat);
+    /// without one, the seconds are kept in ``LoadResult/intervals``.
     public static func run(_ config: LoadConfiguration,
+                           timeline: (Date) -> TimelineSink? = { _ in nil },
                            progress: (LiveSnapshot, Double) -> Void = { _, _ in },
                            shouldStop: () -> Bool = { false }) throws(LoadRunError) -> LoadResult {
         let shared = SharedRunState(threads: config.threads)
@@ -147,18 +153,23 @@ public enum LoadRun {
             t0Unix = at
         }
         let wallT0 = Date(timeIntervalSince1970: Double(t0Unix) / 1e9)
+        let measuredStart = wallT0.addingTimeInterval(Double(config.warmupNs) / 1e9)
+        let collector = TimelineCollector(outboxes: shared.outboxes, target: ScheduleTarget(config), sink: timeline(measuredStart))
         shared.startNs.store(t0, ordering: .releasing)
         var interrupted = false
         var nextReport = t0 + 1_000_000_000
         // Steal per measured second for timeline.csv, read here (never on a driver thread) at the
         // second boundaries, give or take one 20 ms poll.
         let measureStart = t0 + config.warmupNs
-        var stealPerSecond: [Int64] = []
         var stealMark: UInt64?
         var nextStealBoundary = measureStart
         func sampleSteal() {
             guard let now = MachineNoise.stealNanoseconds() else { return }
-            if let mark = stealMark { stealPerSecond.append(Int64(now >= mark ? (now - mark) / 1_000_000 : 0)) }
+            if let mark = stealMark {
+                collector.addSteal(Int64(now >= mark ? (now - mark) / 1_000_000 : 0))
+            } else {
+                collector.startSteal()
+            }
             stealMark = now
         }
         while shared.finished.load(ordering: .acquiring) < config.threads {
@@ -172,6 +183,7 @@ public enum LoadRun {
                 sampleSteal()
                 nextStealBoundary += 1_000_000_000
             }
+            collector.collect()
             if t >= nextReport && t >= t0 {
                 var snapshot = LiveSnapshot(shared.live)
                 snapshot.tls = shared.tls.withLock { $0 }
@@ -181,33 +193,28 @@ public enum LoadRun {
             }
         }
 
-        var result = LoadResult(measuredStart: wallT0.addingTimeInterval(Double(config.warmupNs) / 1e9))
+        var result = LoadResult(measuredStart: measuredStart)
         result.interrupted = interrupted
         result.tokensExhausted = shared.tokensExhausted.load(ordering: .acquiring)
         result.loadAverageAtStart = loadAtStart
         result.t0UnixNs = t0Unix
         if let a = stealAtStart, let b = MachineNoise.stealNanoseconds(), b >= a { result.stealSeconds = Double(b - a) / 1e9 }
         if stealMark != nil { sampleSteal() }  // the last, partial second
+        collector.collect(final: true)
+        result.intervals = collector.kept
         var lastSend: UInt64 = 0
         var first: (intended: UInt64, sent: UInt64)?
         var end: UInt64 = 0
         for slot in shared.results {
             guard let r = slot.recorder else { continue }
             result.merge(measured: r.measured, warmup: r.warmup, latency: r.latency, serviceTime: r.serviceTime,
-                         intervals: r.intervals, stats: slot.stats, concurrent: true)
+                         intervals: [], stats: slot.stats, concurrent: true)
             lastSend = max(lastSend, slot.lastMeasuredSendNs)
             if slot.firstSend.sent != 0 && slot.firstSend.sent < first?.sent ?? .max { first = slot.firstSend }
             end = max(end, slot.endNs)
         }
         if let first {
             result.firstSend = (Int64(first.sent) - Int64(t0), Int64(first.sent) - Int64(first.intended))
-        }
-        for k in result.intervals.indices where result.intervals[k].second < stealPerSecond.count {
-            result.intervals[k].stealMs = stealPerSecond[result.intervals[k].second]
-        }
-        if let target = ScheduleTarget(config) {
-            result.intervals = TimelineInterval.merged(result.intervals)
-            for k in result.intervals.indices { result.intervals[k].target = target.sent(inSecond: result.intervals[k].second) }
         }
         // Open loop over a duration: the measured phase is the schedule's length, or longer when the last
         // measured request went out late. Closed loop and --requests: from the start to the last send.

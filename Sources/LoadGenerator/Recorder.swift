@@ -26,6 +26,38 @@ public final class LiveCounters: Sendable {
     public init() {}
 }
 
+/// The seconds one driver thread closed, handed to the main thread as they close (once a second, off
+/// the per-request path): the main thread takes them every few milliseconds and merges the threads'
+/// seconds, so no thread keeps its seconds until the run ends.
+public final class IntervalOutbox: Sendable {
+    private struct State {
+        var intervals: [TimelineInterval] = []
+        var ended = false
+    }
+    private let state = Mutex(State())
+
+    /// An empty outbox.
+    public init() {}
+
+    func put(_ interval: TimelineInterval) {
+        state.withLock { $0.intervals.append(interval) }
+    }
+
+    func end() {
+        state.withLock { $0.ended = true }
+    }
+
+    /// The seconds closed since the last call, in order, and whether the thread will close no more
+    /// (true only once every second it closed has been taken).
+    public func take() -> (intervals: [TimelineInterval], ended: Bool) {
+        state.withLock { s in
+            let out = s.intervals
+            s.intervals = []
+            return (out, s.ended)
+        }
+    }
+}
+
 /// Everything one driver thread measured: counts per phase, the measured histograms and its seconds.
 /// Made on the driver thread; handed to the main thread when the driver is done.
 ///
@@ -43,8 +75,8 @@ public final class Recorder {
     public let latency = HdrHistogram.latencyMicroseconds()
     /// Service time (from actual send), µs, measured phase only.
     public let serviceTime = HdrHistogram.latencyMicroseconds()
-    /// Per-second records of the measured phase, in order.
-    public private(set) var intervals: [TimelineInterval] = []
+    /// Per-second records of the measured phase, in order, waiting for the main thread.
+    public let outbox: IntervalOutbox
     /// Live figures for the progress display.
     public let live: LiveCounters
 
@@ -61,10 +93,10 @@ public final class Recorder {
     private var liveSeconds = 0
     private var liveSent = 0, liveCompleted = 0, liveErrors = 0
 
-    /// A recorder publishing live figures to `live`.
-    public init(live: LiveCounters = LiveCounters()) {
+    /// A recorder publishing live figures to `live` and its closed seconds to `outbox`.
+    public init(live: LiveCounters = LiveCounters(), outbox: IntervalOutbox = IntervalOutbox()) {
         self.live = live
-        intervals.reserveCapacity(64)
+        self.outbox = outbox
     }
 
     func begin(at start: UInt64, measurementStart: UInt64) {
@@ -103,9 +135,9 @@ public final class Recorder {
     }
 
     private func closeSecond() {
-        intervals.append(TimelineInterval(second: second, sent: secSent, completed: secCompleted, succeeded: secOK,
-                                          failed: secFailed, transportErrors: secErrors,
-                                          latency: intervalLatency, serviceTime: intervalService))
+        outbox.put(TimelineInterval(second: second, sent: secSent, completed: secCompleted, succeeded: secOK,
+                                    failed: secFailed, transportErrors: secErrors,
+                                    latency: intervalLatency, serviceTime: intervalService))
         intervalLatency.reset()
         intervalService.reset()
         secSent = 0; secCompleted = 0; secOK = 0; secFailed = 0; secErrors = 0
@@ -167,6 +199,7 @@ public final class Recorder {
         roll(now)
         // The last, partial second is kept when anything happened in it.
         if now >= measureStartNs && (secSent > 0 || secCompleted > 0 || secErrors > 0) { closeSecond() }
+        outbox.end()
         live.inFlight.store(0, ordering: .relaxed)
         live.backlog.store(0, ordering: .relaxed)
     }

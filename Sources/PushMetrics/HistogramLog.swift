@@ -53,6 +53,16 @@ public struct IntervalLog: Sendable {
             self.length = length
             self.histogram = histogram
         }
+
+        /// The interval's line of the log, newline included (see ``IntervalLog/render(comment:maxValueUnitRatio:)``).
+        public func line(maxValueUnitRatio: Double = 1000) -> String {
+            var out = tag.map { "Tag=\($0)," } ?? ""
+            out += String(format: "%.3f,%.3f,%.3f,", Swift.max(startOffset, 0), Swift.max(length, 0),
+                          Double(histogram.max) / maxValueUnitRatio)
+            out += histogram.base64
+            out += "\n"
+            return out
+        }
     }
 
     /// `#[StartTime: …]`, seconds since the epoch.
@@ -72,18 +82,18 @@ public struct IntervalLog: Sendable {
     /// The log's text. `maxValueUnitRatio` scales the informational Interval_Max column
     /// (1000: microsecond values print as milliseconds).
     public func render(comment: String = "Logged with pushbench", maxValueUnitRatio: Double = 1000) -> String {
+        var out = IntervalLog.header(comment: comment, startTime: startTime, baseTime: baseTime)
+        for i in intervals { out += i.line(maxValueUnitRatio: maxValueUnitRatio) }
+        return out
+    }
+
+    /// The lines before the first interval: comment, format version, StartTime, BaseTime and the legend.
+    public static func header(comment: String, startTime: Double, baseTime: Double) -> String {
         var out = "#[\(comment)]\n"
         out += "#[Histogram log format version 1.3]\n"
         out += String(format: "#[StartTime: %.3f (seconds since epoch), ", startTime) + IntervalLog.humanDate(startTime) + "]\n"
         out += String(format: "#[BaseTime: %.3f (seconds since epoch)]\n", baseTime)
         out += "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"
-        for i in intervals {
-            if let tag = i.tag { out += "Tag=\(tag)," }
-            out += String(format: "%.3f,%.3f,%.3f,", Swift.max(i.startOffset, 0), Swift.max(i.length, 0),
-                          Double(i.histogram.max) / maxValueUnitRatio)
-            out += i.histogram.base64
-            out += "\n"
-        }
         return out
     }
 

@@ -40,6 +40,12 @@ public enum ReportChart {
     /// service time; (b) sent and completed per second; (c) errors per second on their own axis;
     /// (d) p50 and p99 per second. `header: false` leaves out the title block (report.html has it).
     public static func runSVG(record r: RunRecord, intervals: [TimelineInterval], title: ReportTitle, header: Bool = true) -> String {
+        runSVG(record: r, rows: intervals.map(TimelineRow.init), title: title, header: header)
+    }
+
+    /// report.svg drawn from the per-second figures the charts need (a run's timeline.csv read back, or
+    /// its intervals reduced to them).
+    public static func runSVG(record r: RunRecord, rows: [TimelineRow], title: ReportTitle, header: Bool = true) -> String {
         var svg = SVG(width: width)
         var y = 12.0
         if header {
@@ -52,7 +58,7 @@ public enum ReportChart {
         y = ChartParts.percentilePanel(&svg, x: x, top: y, w: w, h: 340, title: "Latency by percentile",
                                        curves: [(r.latency, colors.latency, "corrected latency (from intended send)"),
                                                 (r.serviceTime, colors.service, "service time (from actual send)")])
-        y = timelinePanels(&svg, x: x, top: y + 8, w: w, intervals: intervals, time: MeasuredTime(record: r))
+        y = timelinePanels(&svg, x: x, top: y + 8, w: w, rows: rows, time: MeasuredTime(record: r))
         svg.height = y + 12
         return svg.finish()
     }
@@ -70,14 +76,14 @@ public enum ReportChart {
     struct TimelinePlan {
         /// Axis ends in seconds.
         var x0: Double, x1: Double
-        /// Each drawn second with its (merged) interval, or nil when no interval was recorded for it.
-        var seconds: [(second: Int, interval: TimelineInterval?)]
+        /// Each drawn second with its (merged) figures, or nil when nothing was recorded for it.
+        var seconds: [(second: Int, interval: TimelineRow?)]
         /// Notes on what is not drawn.
         var notes: [String]
         /// Stretches nobody measured (merged runs that do not overlap).
         var gaps: [MeasuredTime.Span]
 
-        init(intervals: [TimelineInterval], time: MeasuredTime) {
+        init(intervals: [TimelineRow], time: MeasuredTime) {
             let bySecond = Dictionary(intervals.map { ($0.second, $0) }, uniquingKeysWith: { a, _ in a })
             let first = time.spans.first.map { Int(floor($0.start)) } ?? 0
             let last = time.spans.last.map { Int(ceil($0.end - 1e-6)) } ?? 0
@@ -110,7 +116,7 @@ public enum ReportChart {
     }
 
     /// The per-second panels, one above the other on one time axis; returns the bottom of what they drew.
-    static func timelinePanels(_ svg: inout SVG, x: Double, top: Double, w: Double, intervals: [TimelineInterval], time: MeasuredTime) -> Double {
+    static func timelinePanels(_ svg: inout SVG, x: Double, top: Double, w: Double, rows intervals: [TimelineRow], time: MeasuredTime) -> Double {
         let plan = TimelinePlan(intervals: intervals, time: time)
         let tAxis = ChartAxis.linear(lo: plan.x0, hi: plan.x1, count: 10, integer: true)
         func px(_ s: Double) -> Double { x + w * tAxis.fraction(s) }
@@ -127,7 +133,7 @@ public enum ReportChart {
             for t in tAxis.ticks { svg.line(px(t), y, px(t), y + h, stroke: "#eee") }
         }
         // Consecutive drawn seconds are joined; a missing second breaks the line.
-        func line(_ value: (Int, TimelineInterval?) -> Double?) -> [(Double, Double)?] {
+        func line(_ value: (Int, TimelineRow?) -> Double?) -> [(Double, Double)?] {
             var out: [(Double, Double)?] = []
             var prev: Int?
             for (s, i) in plan.seconds {
@@ -195,11 +201,9 @@ public enum ReportChart {
         let h3 = 160.0
         var p50: [Int: Double] = [:], p99: [Int: Double] = [:]
         for (s, i) in plan.seconds {
-            guard let i else { continue }
-            let d = i.latency.decode()
-            guard d.totalCount > 0 else { continue }
-            p50[s] = Double(d.valueAtPercentile(50)) / 1000
-            p99[s] = Double(d.valueAtPercentile(99)) / 1000
+            guard let i, let latency = i.latency else { continue }
+            p50[s] = Double(latency.p50) / 1000
+            p99[s] = Double(latency.p99) / 1000
         }
         let sortedP50 = p50.values.sorted()
         let lAxis = ChartAxis.latency(smallest: sortedP50.first ?? 0.001, body: sortedP50.isEmpty ? 0 : sortedP50[sortedP50.count / 2],
@@ -230,11 +234,16 @@ public enum ReportChart {
 
     /// report.html: the title, the SVG (without its own title block) and the summary tables.
     public static func runHTML(record r: RunRecord, intervals: [TimelineInterval], title: ReportTitle, summary: JSONValue) -> String {
+        runHTML(record: r, rows: intervals.map(TimelineRow.init), title: title, summary: summary)
+    }
+
+    /// report.html drawn from the per-second figures the charts need (see ``runSVG(record:rows:title:header:)``).
+    public static func runHTML(record r: RunRecord, rows: [TimelineRow], title: ReportTitle, summary: JSONValue) -> String {
         var h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>\(esc(title.title))</title>\n"
         h += "<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}"
         h += "td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}th{background:#f0f0f0}td:first-child{text-align:left}</style>\n"
         h += "</head><body>\n<h1>\(esc(title.title))</h1>\n<p>\(esc(title.subtitle))</p>\n<p>\(esc(headline(r)))</p>\n"
-        h += runSVG(record: r, intervals: intervals, title: title, header: false)
+        h += runSVG(record: r, rows: rows, title: title, header: false)
         h += "\n<h2>Latency</h2>\n<table><tr><th></th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>mean</th><th>count</th></tr>\n"
         for (name, hist) in [("corrected latency", r.latency), ("service time", r.serviceTime)] {
             h += "<tr><td>\(name)</td>"

@@ -42,19 +42,28 @@ public enum ResultsWriter {
 
     /// Writes `record` into a new folder `<root>/<run id>` and returns its URL. The run id is
     /// `YYYYMMDD-HHMMSS-<label>` (UTC), with `-2`, `-3`… appended if the folder already exists.
+    /// With `spool`, the per-second files come from what it streamed during the run (its folder, when it
+    /// is under `root`, becomes the run folder); `record.intervals` is then not read.
     @discardableResult
-    public static func write(_ record: RunRecord, root: URL) throws -> URL {
+    public static func write(_ record: RunRecord, root: URL, spool: TimelineSpool? = nil) throws -> URL {
         let fm = FileManager.default
         try createDirectory(root)
-        let base = runID(startedAt: record.startedAt, label: record.label)
-        var id = base
-        var n = 2
-        while fm.fileExists(atPath: root.appendingPathComponent(id).path) {
-            id = "\(base)-\(n)"
-            n += 1
+        let id: String
+        if let spool, spool.folder.deletingLastPathComponent().standardizedFileURL.path == root.standardizedFileURL.path {
+            id = spool.folder.lastPathComponent
+        } else {
+            let base = runID(startedAt: record.startedAt, label: record.label)
+            var candidate = base
+            var n = 2
+            while fm.fileExists(atPath: root.appendingPathComponent(candidate).path) {
+                candidate = "\(base)-\(n)"
+                n += 1
+            }
+            id = candidate
         }
         let folder = root.appendingPathComponent(id)
-        try writeFolder(record, runID: id, to: folder)
+        try writeFolder(record, runID: id, to: folder, spool: spool)
+        spool?.discard()
         do {
             try pointLatest(root: root, at: id)
             try appendHistory(root: root, runID: id, record: record)
@@ -63,6 +72,22 @@ public enum ResultsWriter {
             throw ResultsError("\(e.description) (the run itself was written to \(folder.path))", folderWritten: folder)
         }
         return folder
+    }
+
+    /// Creates the folder a run about to start will be written to, `<root>/<run id>` (with `-2`, `-3`…
+    /// when it exists), so its per-second files can be streamed there while it runs (``TimelineSpool``).
+    public static func reserveFolder(root: URL, startedAt: Date, label: String) throws -> URL {
+        try createDirectory(root)
+        let base = runID(startedAt: startedAt, label: label)
+        var id = base
+        var n = 2
+        while true {
+            let folder = root.appendingPathComponent(id)
+            if mkdir(folder.path, 0o755) == 0 { return folder }
+            guard errno == EEXIST else { throw ResultsError("\(folder.path): cannot create the folder: \(reason(errno))") }
+            id = "\(base)-\(n)"
+            n += 1
+        }
     }
 
     /// The run id for a start time and label: `YYYYMMDD-HHMMSS-<label>` in UTC.
@@ -76,24 +101,37 @@ public enum ResultsWriter {
     }
 
     /// Writes every file of a run folder into `folder` (created if needed), without touching
-    /// `latest` or history.csv (merge and report use this).
-    public static func writeFolder(_ record: RunRecord, runID: String, to folder: URL) throws {
+    /// `latest` or history.csv (merge and report use this). With `spool`, the per-second files and the
+    /// charts come from what it streamed (see ``write(_:root:spool:)``).
+    public static func writeFolder(_ record: RunRecord, runID: String, to folder: URL, spool: TimelineSpool? = nil) throws {
         try createDirectory(folder)
-        let merged = TimelineInterval.merged(record.intervals)
         let summary = summaryJSON(record, runID: runID)
         try save(summary.render(), folder.appendingPathComponent(File.summary))
         try save(record.latency.percentileDistribution(outputValueUnitScalingRatio: 1000), folder.appendingPathComponent(File.hgrm))
-        let start = record.startedAt.timeIntervalSince1970
-        try save(intervalLog(merged, start: start, measured: record.measuredSeconds, \.latency)
-                    .render(comment: "Logged with pushbench \(record.version): corrected latency, microseconds"),
-                 folder.appendingPathComponent(File.hlog))
-        try save(intervalLog(merged, start: start, measured: record.measuredSeconds, \.serviceTime)
-                    .render(comment: "Logged with pushbench \(record.version): service time, microseconds"),
-                 folder.appendingPathComponent(File.serviceHlog))
-        try save(timelineCSV(merged), folder.appendingPathComponent(File.timeline))
+        let rows: [TimelineRow]
+        if let spool {
+            try spool.finish(into: folder, measuredSeconds: record.measuredSeconds, version: record.version)
+            rows = try TimelineRow.read(folder.appendingPathComponent(File.timeline))
+        } else {
+            let merged = TimelineInterval.merged(record.intervals)
+            let start = record.startedAt.timeIntervalSince1970
+            try save(intervalLog(merged, start: start, measured: record.measuredSeconds, \.latency)
+                        .render(comment: hlogComment(version: record.version, \.latency)),
+                     folder.appendingPathComponent(File.hlog))
+            try save(intervalLog(merged, start: start, measured: record.measuredSeconds, \.serviceTime)
+                        .render(comment: hlogComment(version: record.version, \.serviceTime)),
+                     folder.appendingPathComponent(File.serviceHlog))
+            try save(timelineCSV(merged), folder.appendingPathComponent(File.timeline))
+            rows = merged.map(TimelineRow.init)
+        }
         let title = ReportTitle(runID: runID, record: record)
-        try save(ReportChart.runSVG(record: record, intervals: merged, title: title), folder.appendingPathComponent(File.svg))
-        try save(ReportChart.runHTML(record: record, intervals: merged, title: title, summary: summary), folder.appendingPathComponent(File.html))
+        try save(ReportChart.runSVG(record: record, rows: rows, title: title), folder.appendingPathComponent(File.svg))
+        try save(ReportChart.runHTML(record: record, rows: rows, title: title, summary: summary), folder.appendingPathComponent(File.html))
+    }
+
+    /// The first line of a run's .hlog for the histogram at `key`.
+    static func hlogComment(version: String, _ key: KeyPath<TimelineInterval, EncodedHistogram>) -> String {
+        "Logged with pushbench \(version): " + (key == \TimelineInterval.latency ? "corrected latency" : "service time") + ", microseconds"
     }
 
     // MARK: summary.json
@@ -157,12 +195,16 @@ public enum ResultsWriter {
     /// empty where unknown; `target` the requests the schedule intended in that second, empty without one.
     public static func timelineCSV(_ merged: [TimelineInterval]) -> String {
         var out = timelineHeader + "\n"
-        for i in merged {
-            let h = i.latency.decode()
-            out += "\(i.second),\(i.sent),\(i.completed),\(i.succeeded),\(i.failed + i.transportErrors),\(i.transportErrors),"
-            out += "\(h.valueAtPercentile(50)),\(h.valueAtPercentile(99)),\(h.max),\(i.stealMs.map(String.init) ?? ""),"
-            out += "\(i.target.map(String.init) ?? "")\n"
-        }
+        for i in merged { out += timelineRow(i) }
+        return out
+    }
+
+    /// One row of timeline.csv, newline included.
+    static func timelineRow(_ i: TimelineInterval) -> String {
+        let h = i.latency.decode()
+        var out = "\(i.second),\(i.sent),\(i.completed),\(i.succeeded),\(i.failed + i.transportErrors),\(i.transportErrors),"
+        out += "\(h.valueAtPercentile(50)),\(h.valueAtPercentile(99)),\(h.max),\(i.stealMs.map(String.init) ?? ""),"
+        out += "\(i.target.map(String.init) ?? "")\n"
         return out
     }
 
@@ -170,10 +212,16 @@ public enum ResultsWriter {
                             _ key: KeyPath<TimelineInterval, EncodedHistogram>) -> IntervalLog {
         // Absolute timestamps (BaseTime 0): the logs of agents that shared one t0 line up as they are.
         IntervalLog(startTime: start, baseTime: 0, intervals: merged.map { i in
-            let remaining = measured - Double(i.second)
-            let length = measured > 0 && remaining > 0 && remaining < 1 ? remaining : 1
-            return IntervalLog.Interval(startOffset: start + Double(i.second), length: length, histogram: i[keyPath: key])
+            IntervalLog.Interval(startOffset: start + Double(i.second), length: intervalLength(second: i.second, measured: measured),
+                                 histogram: i[keyPath: key])
         })
+    }
+
+    /// The .hlog length of second `second` of a run measured for `measured` seconds: 1, except the
+    /// second in which the measured time ends part-way, whose length is that part.
+    static func intervalLength(second: Int, measured: Double) -> Double {
+        let remaining = measured - Double(second)
+        return measured > 0 && remaining > 0 && remaining < 1 ? remaining : 1
     }
 
     // MARK: latest and history.csv
@@ -221,30 +269,78 @@ public enum ResultsWriter {
     /// Writes `text` to `url` through a temporary name in the same folder and a rename, so a file is
     /// either whole or absent: a full disk or a crash never leaves half a file under the real name.
     public static func save(_ text: String, _ url: URL) throws {
-        let path = url.path
-        let temp = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ResultsError("\(path): cannot write: \(reason(errno))") }
-        var failure: Int32 = 0
-        var bytes = text
-        bytes.withUTF8 { b in
-            var offset = 0
-            while offset < b.count {
-                let n = Glibc.write(fd, b.baseAddress! + offset, b.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += n
+        let file = try NewFile(url)
+        do { try file.write(text) } catch {
+            file.abandon()
+            throw error
+        }
+        try file.commit()
+    }
+
+    /// A file written in pieces under a temporary name in its folder, then renamed into place by
+    /// ``commit()``: readers see it whole or not at all.
+    final class NewFile {
+        let url: URL
+        private let temp: String
+        private var fd: Int32
+
+        /// Opens the temporary file beside `url`.
+        init(_ url: URL) throws {
+            self.url = url
+            temp = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
+            fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw ResultsError("\(url.path): cannot write: \(reason(errno))") }
+        }
+
+        deinit { abandon() }
+
+        /// Appends `text`.
+        func write(_ text: String) throws {
+            var bytes = text
+            try bytes.withUTF8 { try write($0) }
+        }
+
+        /// Appends `bytes`.
+        func write(_ bytes: UnsafeBufferPointer<UInt8>) throws {
+            if let failure = ResultsWriter.writeAll(fd, bytes) {
+                throw ResultsError("\(url.path): cannot write: \(reason(failure))")
             }
         }
-        if close(fd) != 0 && failure == 0 { failure = errno }
-        if failure == 0 && rename(temp, path) != 0 { failure = errno }
-        guard failure == 0 else {
-            unlink(temp)
-            throw ResultsError("\(path): cannot write: \(reason(failure))")
+
+        /// Closes the file and renames it into place.
+        func commit() throws {
+            var failure: Int32 = 0
+            if close(fd) != 0 { failure = errno }
+            fd = -1
+            if failure == 0 && rename(temp, url.path) != 0 { failure = errno }
+            guard failure == 0 else {
+                unlink(temp)
+                throw ResultsError("\(url.path): cannot write: \(reason(failure))")
+            }
         }
+
+        /// Closes and removes the temporary file (nothing happens after ``commit()``).
+        func abandon() {
+            guard fd >= 0 else { return }
+            close(fd)
+            fd = -1
+            unlink(temp)
+        }
+    }
+
+    /// Writes all of `bytes` to `fd` (retrying short writes and EINTR); the errno of a failure, or nil.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            if n == 0 { return ENOSPC }
+            offset += n
+        }
+        return nil
     }
 
     /// Appends one line in one write (O_APPEND, so runs finishing together do not interleave); a write

@@ -1,5 +1,9 @@
 import Foundation
 import PushMetrics
+import PushVocabulary
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where a run's results go: the `--out` root, checked before any traffic; and when writing there fails
 /// at the end anyway (a disk that filled during the run), a fallback folder under the temporary
@@ -29,10 +33,32 @@ final class ResultsDestination {
         }
     }
 
-    /// Writes `record` as a run folder under the root (or the fallback, once the root failed) and returns it.
-    func write(_ record: RunRecord) throws(RunExecution.Failure) -> URL {
-        do { return try write { root in try ResultsWriter.write(record, root: root) } } catch {
-            throw RunExecution.Failure(status: 1, message: "cannot write the results anywhere: \(error.message)")
+    /// The run folder for a run whose measured phase starts at `startedAt`, created under the root now,
+    /// with the partial files its seconds are streamed to; nil (with a warning) when that fails, and the
+    /// run then keeps its seconds in memory as before.
+    func openSpool(startedAt: Date, label: String) -> TimelineSpool? {
+        do {
+            let folder = try ResultsWriter.reserveFolder(root: fallback ?? root, startedAt: startedAt, label: label)
+            do { return try TimelineSpool(folder: folder, startedAt: startedAt, version: PushbenchVersion.current) } catch {
+                rmdir(folder.path)
+                throw error
+            }
+        } catch {
+            warnings.append("the per-second results were kept in memory, not streamed to the run folder: \(error)")
+            return nil
+        }
+    }
+
+    /// Writes `record` as a run folder under the root (or the fallback, once the root failed) and returns it;
+    /// with `spool`, its per-second files from what was streamed.
+    func write(_ record: RunRecord, spool: TimelineSpool? = nil) throws(RunExecution.Failure) -> URL {
+        if let spool, let why = spool.failure {
+            warnings.append("writing the per-second results stopped after \(spool.secondsOnDisk) s (\(why)); "
+                            + "the \(spool.held.count) seconds after were kept in memory and are in the files")
+        }
+        do { return try write { root in try ResultsWriter.write(record, root: root, spool: spool) } } catch {
+            throw RunExecution.Failure(status: 1, message: "cannot write the results anywhere: \(error.message)"
+                                       + (spool.map { "; the seconds streamed so far are in \($0.folder.path)" } ?? ""))
         }
     }
 

@@ -129,9 +129,15 @@ struct RunExecution {
 
     private func runOnce(encoder: EncoderVariant, label: String, template: PayloadTemplate, tokens: DeviceTokens,
                          limit: Int, destination: ResultsDestination) throws(Failure) -> Int32 {
-        let (result, record, gatewayStats) = try measure(encoder: encoder, label: label, template: template, tokens: tokens, limit: limit)
+        // Each second's results go to the run folder as the second closes (docs/results.md).
+        var spool: TimelineSpool?
+        let (result, record, gatewayStats) = try measure(encoder: encoder, label: label, template: template, tokens: tokens, limit: limit,
+                                                         timeline: { startedAt in
+                                                             spool = destination.openSpool(startedAt: startedAt, label: label)
+                                                             return spool
+                                                         })
         let folder: URL
-        do { folder = try destination.write(record) } catch {
+        do { folder = try destination.write(record, spool: spool) } catch {
             // Nothing measured is lost: the summary goes to the terminal when no folder can take it.
             if !options.json { printError(ResultsWriter.summaryJSON(record, runID: label).render()) }
             throw error
@@ -154,9 +160,10 @@ struct RunExecution {
 
     /// One measured run, not yet written: the target (the embedded gateway started and stopped around it,
     /// or `--target`), the load run with its progress line (Ctrl-C ends it early, what was measured kept),
-    /// and its record.
+    /// and its record. `timeline` is handed to ``LoadRun/run(_:timeline:progress:shouldStop:)``: a sink for the
+    /// seconds as they close, or nil to keep them in the record.
     func measure(encoder: EncoderVariant, label: String, template: PayloadTemplate, tokens: DeviceTokens,
-                 limit: Int) throws(Failure) -> (LoadResult, RunRecord, GatewayStats?) {
+                 limit: Int, timeline: (Date) -> TimelineSink? = { _ in nil }) throws(Failure) -> (LoadResult, RunRecord, GatewayStats?) {
         let (host, port, authority, gateway) = try startTarget()
         defer { gateway?.stop() }
 
@@ -176,7 +183,7 @@ struct RunExecution {
         defer { restoreInterrupts(previous) }
         let result: LoadResult
         do {
-            result = try LoadRun.run(config, progress: { snapshot, elapsed in
+            result = try LoadRun.run(config, timeline: timeline, progress: { snapshot, elapsed in
                                          display.show(snapshot, elapsed: elapsed)
                                          metrics?.publish(snapshot, elapsed: elapsed)
                                      },
