@@ -91,7 +91,7 @@ struct CapacityExecution {
             search.record(step)
             let verdict = search.steps.last!.verdict
             runs.append(StepRun(number: number, folder: meeting == nil ? name : name + "/merged", record: record, step: step, verdict: verdict))
-            say(Self.stepLine(runs.last!))
+            say(Self.stepLine(runs.last!, rerun: runs.dropLast().contains { $0.step.rate == runs.last!.step.rate }))
             if result.interrupted { interrupted = true; break }
         }
         let elapsed = Date().timeIntervalSince(began)
@@ -149,9 +149,10 @@ struct CapacityExecution {
                                         maxBacklog: Int(number("backlog.max")), blocked: Int(number("backlog.blocked")))
     }
 
-    static func stepLine(_ s: StepRun) -> String {
+    /// One step as printed; `rerun` marks the search's confirming rerun of a rate it already measured.
+    static func stepLine(_ s: StepRun, rerun: Bool = false) -> String {
         let st = s.step
-        let verdict = s.verdict == .held ? "held" : "\(s.verdict.name): \(s.verdict.why)"
+        let verdict = (s.verdict == .held ? "held" : "\(s.verdict.name): \(s.verdict.why)") + (rerun ? " (rerun to confirm)" : "")
         return String(format: "  step %2d  %@ rps  achieved %@  p50 %@  p99 %@  p99.9 %@  errors %@  %@", s.number,
                       CapacitySearch.grouped(st.rate), CapacitySearch.grouped(Int(st.achievedRPS.rounded())),
                       CapacitySearch.ms(st.p50), CapacitySearch.ms(st.p99), CapacitySearch.ms(st.p999),
