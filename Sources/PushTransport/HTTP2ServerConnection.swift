@@ -17,6 +17,11 @@ public final class HTTP2ServerConnection: HTTP2Session {
     private var headerSlot: UnsafeMutablePointer<ServerSlot>?
     private var headerStreamID: Int32 = 0
     private var peerSettingsSeen = false
+    /// The client's recent streams it closed its side of, for STREAM_CLOSED on late frames (nghttp2 keeps
+    /// no records of closed streams here: see PeerClosedStreams).
+    private var peerClosed = PeerClosedStreams()
+    /// A frame on a closed stream was found: GOAWAY(STREAM_CLOSED) is on its way and input is dropped.
+    private var closedStreamViolated = false
     /// What the TLS handshake settled (version, cipher, ALPN, SNI, the client's certificate and whether
     /// it verified); nil on cleartext.
     public let tls: TLSConnectionInfo?
@@ -323,6 +328,13 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     override func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
         owner.bytesIn &+= UInt64(bytes.count)
+        if closedStreamViolated { return }
+        if let cut = peerClosed.scan(bytes) {
+            // What came before the offending frame is processed as usual; the frame and the rest are not.
+            if cut > 0 { super.transportDidRead(UnsafeRawBufferPointer(rebasing: bytes[..<cut])) }
+            lateFrameOnClosedStream()
+            return
+        }
         super.transportDidRead(bytes)
         // Back-pressure: a client that sends faster than it reads what it is answered (or that reads
         // nothing) gets no more of its input processed until its answers drain.
@@ -333,6 +345,17 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 report(.outboundQueue)
             }
         }
+    }
+
+    /// DATA or HEADERS on a stream the client had already ended or reset: a connection error of type
+    /// STREAM_CLOSED (RFC 9113 §5.1), GOAWAY then close, as nghttp2 answers it while it holds the stream.
+    private func lateFrameOnClosedStream() {
+        closedStreamViolated = true
+        guard let session, !isClosed else { return }
+        lastProtocolError = TransportError(kind: .protocolError, code: Int32(NGHTTP2_ERR_STREAM_CLOSED.rawValue),
+                                           function: "nghttp2_session_mem_recv")
+        nghttp2_session_terminate_session(session, NGHTTP2_STREAM_CLOSED.rawValue)
+        scheduleFlush()
     }
 
     override func flush() {
