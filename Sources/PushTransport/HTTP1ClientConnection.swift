@@ -93,7 +93,7 @@ public protocol HTTP1ClientDelegate: AnyObject {
 /// An HTTP/1.1 client connection with keep-alive, one request in flight at a time, on one `EventLoop`.
 /// The body is written by the caller straight into the connection's buffer and sent with the prebuilt
 /// head in one write; responses are parsed by libhttp-parser. No allocation per request in steady state.
-public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable {
+public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable, ClientConnectStart {
     let loop: EventLoop
     /// The configuration given at init.
     public let configuration: HTTP1ClientConfiguration
@@ -152,24 +152,14 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable {
 
     /// Starts connecting to a numeric IPv4/IPv6 address.
     public func connect(host: String, port: Int) {
-        let t = TCPTransport(loop: loop)
-        attach(t)
-        t.connect(host: host, port: port)
+        startConnect(host: host, port: port)
     }
 
     /// Starts connecting over TLS to a numeric address: TCP, the TLS handshake (the certificate checked
     /// against `context`'s trust for `serverName`, default `host`), then HTTP/1.1. Give `context` the
     /// ALPN offer `["http/1.1"]`. A certificate that does not verify is a `didFailToConnect`.
     public func connect(host: String, port: Int, tls context: TLSClientContext, serverName: String? = nil) {
-        let tcp = TCPTransport(loop: loop)
-        do throws(TLSError) {
-            let t = try TLSTransport(client: context, serverName: serverName ?? host, over: tcp, loop: loop)
-            attach(t)
-            tcp.connect(host: host, port: port)
-        } catch {
-            tcp.close(nil, notify: false)
-            failConnect(TransportError(kind: .tls, code: -1, function: "SSL_new"))
-        }
+        startConnect(host: host, port: port, tls: context, serverName: serverName)
     }
 
     /// What the TLS handshake settled, once connected over TLS.
@@ -181,25 +171,16 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable {
         transportDidConnect()
     }
 
-    private func attach(_ t: ByteTransport) {
+    func attach(_ t: ByteTransport) {
         precondition(transport == nil && !closed, "connect called twice")
-        t.owner = self
-        transport = t
-        let timer = LoopTimer(loop: loop) { [unowned self] in
-            self.failConnect(TransportError(kind: .connectTimeout, code: 0, function: "HTTP/1.1 connect"))
-        }
-        timer.start(afterMilliseconds: configuration.connectTimeoutMilliseconds)
-        connectTimer = timer
+        connectTimer = takeTransport(t, timeoutMilliseconds: configuration.connectTimeoutMilliseconds, what: "HTTP/1.1 connect")
     }
 
-    private func failConnect(_ error: TransportError) {
+    func failConnect(_ error: TransportError) {
         connectTimer = nil
         if closed || everConnected { return }
         closed = true
-        let t = transport
-        transport = nil
-        t?.owner = nil
-        t?.close(error, notify: false)
+        dropTransport(error)
         delegate?.connection(self, didFailToConnect: error)
     }
 

@@ -13,7 +13,7 @@ import CUV
 ///     req.setBodyLength(encode(into: req.body))              // zero-copy body
 /// }
 /// ```
-public final class HTTP2ClientConnection: HTTP2Session {
+public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     /// The configuration given at init.
     public let configuration: HTTP2ClientConfiguration
     /// Receives events; held weakly.
@@ -60,9 +60,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
     /// Starts connecting to a numeric IPv4/IPv6 address; the delegate hears `connectionDidConnect` or
     /// `didFailToConnect` within `connectTimeoutMilliseconds`.
     public func connect(host: String, port: Int) {
-        let t = TCPTransport(loop: loop)
-        attach(t)
-        t.connect(host: host, port: port)
+        startConnect(host: host, port: port)
     }
 
     /// Starts connecting over TLS to a numeric address: TCP, the TLS handshake (the certificate checked
@@ -70,15 +68,7 @@ public final class HTTP2ClientConnection: HTTP2Session {
     /// then HTTP/2. A certificate that does not verify is a `didFailToConnect` with a `.certificate`
     /// error, before any request. Fails at once (`didFailToConnect`) if TLS cannot start.
     public func connect(host: String, port: Int, tls context: TLSClientContext, serverName: String? = nil) {
-        let tcp = TCPTransport(loop: loop)
-        do throws(TLSError) {
-            let t = try TLSTransport(client: context, serverName: serverName ?? host, over: tcp, loop: loop)
-            attach(t)
-            tcp.connect(host: host, port: port)
-        } catch {
-            tcp.close(nil, notify: false)
-            failConnect(TransportError(kind: .tls, code: -1, function: "SSL_new"))
-        }
+        startConnect(host: host, port: port, tls: context, serverName: serverName)
     }
 
     /// `connect(over:)` with TLS: the handshake runs over the in-memory pair (whose other end a server
@@ -104,25 +94,16 @@ public final class HTTP2ClientConnection: HTTP2Session {
 
     /// Takes `t` as the transport and starts the handshake timer, which bounds the transport's connect
     /// and the wait for the peer's first SETTINGS together.
-    private func attach(_ t: ByteTransport) {
+    func attach(_ t: ByteTransport) {
         precondition(transport == nil && !isClosed, "connect called twice")
-        t.owner = self
-        transport = t
-        let timer = LoopTimer(loop: loop) { [unowned self] in
-            self.failConnect(TransportError(kind: .connectTimeout, code: 0, function: "HTTP/2 handshake"))
-        }
-        timer.start(afterMilliseconds: configuration.connectTimeoutMilliseconds)
-        handshakeTimer = timer
+        handshakeTimer = takeTransport(t, timeoutMilliseconds: configuration.connectTimeoutMilliseconds, what: "HTTP/2 handshake")
     }
 
-    private func failConnect(_ error: TransportError) {
+    func failConnect(_ error: TransportError) {
         handshakeTimer = nil
         if connectFailed || everConnected { return }
         connectFailed = true
-        let t = transport
-        transport = nil
-        t?.owner = nil
-        t?.close(error, notify: false)
+        dropTransport(error)
         fail(error)
         delegate?.connection(self, didFailToConnect: error)
     }
