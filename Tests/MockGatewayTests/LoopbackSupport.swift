@@ -259,3 +259,34 @@ final class Pump: HTTP2ClientDelegate {
     }
     func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) { failures += 1 }
 }
+
+/// `GET path` over HTTP/1.1 to a numeric IPv4 `host:port`, in this process (no child to spawn, which a
+/// busy machine can take seconds to do): the response's text, or nil on any failure or after `timeout`.
+func httpGet(_ address: String, _ path: String, timeout: Int = 2) -> String? {
+    let parts = address.split(separator: ":")
+    guard parts.count == 2, let port = UInt16(parts[1]) else { return nil }
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var tv = timeval(tv_sec: timeout, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    var sa = sockaddr_in()
+    sa.sin_family = sa_family_t(AF_INET)
+    sa.sin_port = port.bigEndian
+    guard inet_pton(AF_INET, String(parts[0]), &sa.sin_addr) == 1 else { return nil }
+    let connected = withUnsafePointer(to: &sa) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return nil }
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\n\r\n".utf8)
+    guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == request.count else { return nil }
+    var data = [UInt8]()
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { break }
+        data += buffer[0..<n]
+    }
+    return data.isEmpty ? nil : String(decoding: data, as: UTF8.self)
+}
