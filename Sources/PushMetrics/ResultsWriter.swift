@@ -46,22 +46,14 @@ public enum ResultsWriter {
     /// is under `root`, becomes the run folder); `record.intervals` is then not read.
     @discardableResult
     public static func write(_ record: RunRecord, root: URL, spool: TimelineSpool? = nil) throws -> URL {
-        let fm = FileManager.default
         try createDirectory(root)
-        let id: String
+        let folder: URL
         if let spool, spool.folder.deletingLastPathComponent().standardizedFileURL.path == root.standardizedFileURL.path {
-            id = spool.folder.lastPathComponent
+            folder = spool.folder
         } else {
-            let base = runID(startedAt: record.startedAt, label: record.label)
-            var candidate = base
-            var n = 2
-            while fm.fileExists(atPath: root.appendingPathComponent(candidate).path) {
-                candidate = "\(base)-\(n)"
-                n += 1
-            }
-            id = candidate
+            folder = try reserveFolder(root: root, startedAt: record.startedAt, label: record.label)
         }
-        let folder = root.appendingPathComponent(id)
+        let id = folder.lastPathComponent
         try writeFolder(record, runID: id, to: folder, spool: spool)
         spool?.discard()
         do {

@@ -7,7 +7,7 @@
 protocol ClientConnectStart: ByteTransportOwner {
     var loop: EventLoop { get }
     var transport: ByteTransport? { get set }
-    /// Takes `t` as the transport and starts the connect timer (``armConnectTimer(_:what:)``).
+    /// Takes `t` as the transport and starts the connect timer (``takeTransport(_:timeoutMilliseconds:what:)``).
     func attach(_ t: ByteTransport)
     /// The start failed (TLS could not begin, the transport failed, the timer fired): reported once.
     func failConnect(_ error: TransportError)

@@ -71,15 +71,12 @@ def main():
         return 2
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
-    def fail(msg):
-        raise Measurement(msg)
-
     try:
         ours = measure("gateway", [args.pushbench, "gateway", "--listen", "127.0.0.1:0", "--max-connections", str(args.n + 64)],
-                       None, args, deadline, fail)
+                       None, args, deadline)
         port = free_port()
         peer = measure("nghttpd", ["nghttpd", "--no-tls", "--address=127.0.0.1", "-d", tempfile.gettempdir(), str(port)],
-                       port, args, deadline, fail)
+                       port, args, deadline)
     except Measurement as e:
         print(f"bench-idle: {e}", file=sys.stderr)
         return 3
@@ -102,6 +99,10 @@ class Measurement(Exception):
     pass
 
 
+def fail(message):
+    raise Measurement(message)
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -110,7 +111,7 @@ def free_port():
     return port
 
 
-def measure(name, command, port, args, deadline, fail):
+def measure(name, command, port, args, deadline):
     """Opens N idle connections to `command`'s server ROUNDS times; returns (bytes per connection, % back)."""
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     held = []
