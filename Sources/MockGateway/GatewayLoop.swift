@@ -397,6 +397,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
     private func delayTimerFired() {
         let now = loop.now
         while let due = delayed.popDue(now: now) {
+            machine.counters.countDelayedSent()
             act(.respond(due.response), due.target, receivedAt: now)
         }
         if let next = delayed.nextDeadline { arm(next) }

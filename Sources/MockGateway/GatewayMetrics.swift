@@ -3,8 +3,8 @@ import PushVocabulary
 extension GatewayStats {
     /// The numbers of `GET /stats` in Prometheus's text exposition format, as `GET /metrics` answers
     /// them: requests by route, responses by status, errors by reason (APNs) and code (FCM), the latency
-    /// injected, connections, GOAWAYs and drops, limits enforced, token churn and FCM fan-out. Names
-    /// start `pushbench_gateway_`; counters end in `_total`, times are in seconds.
+    /// injected, streams open, connections, GOAWAYs and drops, limits enforced, token churn and FCM fan-out.
+    /// Names start `pushbench_gateway_`; counters end in `_total`, times are in seconds.
     public var prometheusText: String {
         var t = PrometheusText()
         let prefix = "pushbench_gateway_"
@@ -26,6 +26,9 @@ extension GatewayStats {
         t.family(prefix + "injected_latency_seconds_total", .counter, "Latency injected into those responses, summed.",
                  Double(injectedDelayNanos) / 1e9)
         t.family(prefix + "connections_open", .gauge, "Connections open now.", Double(connectionsOpen))
+        t.family(prefix + "streams_open", .gauge,
+                 "Push requests received and not yet answered (those held back by injected latency).",
+                 Double(streamsOpen))
         t.family(prefix + "connections_total", .counter, "Connections accepted since start.", Double(connectionsTotal))
         t.family(prefix + "goaways_total", .counter, "GOAWAY frames sent by a behaviour or at shutdown.", Double(goaways))
         t.family(prefix + "drops_total", .counter, "Connections dropped abruptly by a behaviour.", Double(drops))

@@ -22,6 +22,9 @@ public struct GatewayStats: Equatable, Sendable {
     public var connectionsOpen: UInt64 = 0
     /// Connections accepted since start.
     public var connectionsTotal: UInt64 = 0
+    /// Push requests received and not yet answered. Every request is answered as it arrives except those
+    /// `--latency` holds back, so this is the number of responses held now.
+    public var streamsOpen: UInt64 = 0
     /// GOAWAY frames sent by a behaviour or at shutdown.
     public var goaways: UInt64 = 0
     /// Connections dropped abruptly by a behaviour (no GOAWAY).
@@ -53,6 +56,7 @@ public struct GatewayStats: Equatable, Sendable {
         return "{\"requests\":\(requests),\"by_status\":\(object(byStatus) { String($0) })"
             + ",\"by_reason\":\(object(byReason) { $0 }),\"bytes_in\":\(bytesIn)"
             + ",\"connections_open\":\(connectionsOpen),\"connections_total\":\(connectionsTotal)"
+            + ",\"streams_open\":\(streamsOpen)"
             + ",\"goaways\":\(goaways),\"drops\":\(drops)"
             + (http1Requests == 0 ? "" : ",\"http1\":{\"requests\":\(http1Requests),\"refused\":\(http1Refused)}")
             + (limits.isEmpty ? "" : ",\"limits\":\(object(limits) { $0 })")
@@ -99,12 +103,14 @@ struct CounterSlots: @unchecked Sendable {
 
 /// One event loop's counters (``CounterSlots``). Written by that loop's thread only, read by any thread.
 public final class GatewayCounters: Sendable {
-    /// Slots: fixed counters, then statuses 100...599, then reason codes 0..<64, then limits, then injected latency.
+    /// Slots: fixed counters, then statuses 100...599, then reason codes 0..<64, then limits, then injected
+    /// latency (responses delayed, nanoseconds, delayed responses sent).
     static let requestsSlot = 0, bytesInSlot = 1, openedSlot = 2, closedSlot = 3, goawaySlot = 4, dropSlot = 5
     static let http1RequestsSlot = 6, http1RefusedSlot = 7
     static let statusBase = 8, reasonBase = 8 + 500, limitBase = 8 + 500 + 64
     static let delayedSlot = limitBase + ServerLimit.allCases.count, delayNanosSlot = delayedSlot + 1
-    static let slotCount = delayNanosSlot + 1
+    static let delayedSentSlot = delayNanosSlot + 1
+    static let slotCount = delayedSentSlot + 1
 
     private let slots = CounterSlots(count: slotCount)
     /// The FCM route's counters for this loop.
@@ -147,6 +153,8 @@ public final class GatewayCounters: Sendable {
         add(Self.delayedSlot)
         add(Self.delayNanosSlot, nanos)
     }
+    /// Counts a delayed response released once its latency passed (sent, or dropped with its connection).
+    @inline(__always) public func countDelayedSent() { add(Self.delayedSentSlot) }
     /// Counts a limit the transport enforced.
     public func limitEnforced(_ limit: ServerLimit) { add(Self.limitBase + limit.rawValue) }
     /// Counts a request received over HTTP/1.1.
@@ -163,8 +171,12 @@ public final class GatewayCounters: Sendable {
         stats.connectionsOpen += opened >= closed ? opened - closed : 0
         stats.goaways += value(Self.goawaySlot)
         stats.drops += value(Self.dropSlot)
-        stats.delayedResponses += value(Self.delayedSlot)
+        let delayed = value(Self.delayedSlot)
+        stats.delayedResponses += delayed
         stats.injectedDelayNanos += value(Self.delayNanosSlot)
+        // Read after `delayed`, `sent` may include a response delayed since: never below zero.
+        let sent = value(Self.delayedSentSlot)
+        stats.streamsOpen += delayed >= sent ? delayed - sent : 0
         stats.http1Requests += value(Self.http1RequestsSlot)
         stats.http1Refused += value(Self.http1RefusedSlot)
         fcm.accumulate(into: &stats.fcm, now: FCMCounters.monotonicNanos())

@@ -45,6 +45,7 @@ func parsePrometheus(_ text: String) throws -> [String: Double] {
         s.bytesIn = 1234
         s.connectionsOpen = 2
         s.connectionsTotal = 5
+        s.streamsOpen = 3
         s.goaways = 1
         s.drops = 1
         s.limits = ["header_size": 3]
@@ -68,7 +69,8 @@ func parsePrometheus(_ text: String) throws -> [String: Double] {
         #expect(m[p + "request_body_bytes_total"] == 1234)
         #expect(m[p + "http1_requests_total"] == 5 && m[p + "http1_refused_total"] == 1)
         #expect(m[p + "delayed_responses_total"] == 4 && m[p + "injected_latency_seconds_total"] == 0.0025)
-        #expect(m[p + "connections_open"] == 2 && m[p + "connections_total"] == 5)
+        #expect(m[p + "connections_open"] == 2 && m[p + "connections_total"] == 5 && m[p + "streams_open"] == 3)
+        #expect(s.json.contains(#""streams_open":3"#))
         #expect(m[p + "goaways_total"] == 1 && m[p + "drops_total"] == 1)
         #expect(m[p + "limits_enforced_total{limit=\"header_size\"}"] == 3)
         #expect(m[p + "churned_tokens_total"] == 6 && m[p + "churn_refusals_total"] == 8)
@@ -94,6 +96,35 @@ func parsePrometheus(_ text: String) throws -> [String: Double] {
             #expect(m["pushbench_gateway_delayed_responses_total"] == 3)
             #expect((m["pushbench_gateway_injected_latency_seconds_total"] ?? 0) >= 0.003)
             #expect(m["pushbench_gateway_connections_total"] == 4)
+        }
+    }
+
+    /// Requests held by `--latency` are streams open: /metrics and /stats show them while they are held and
+    /// 0 once they are answered.
+    @Test func streamsHeldByLatencyAreOpenUntilAnswered() throws {
+        try withGateway(["--latency", "3s"]) { g in
+            let held = try (0..<2).map { _ in
+                try startProcess("/usr/bin/curl", ["-s", "--http2-prior-knowledge", "--max-time", "60", "-o", "/dev/null",
+                                                    "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
+                                                    "--data-binary", "{\"aps\":{}}",
+                                                    "http://127.0.0.1:\(g.port)/3/device/" + validToken])
+            }
+            func streamsOpen() throws -> Double? {
+                guard let text = httpGet("127.0.0.1:\(g.port)", "/metrics"), let body = text.range(of: "\r\n\r\n") else { return nil }
+                return try parsePrometheus(String(text[body.upperBound...]))["pushbench_gateway_streams_open"]
+            }
+            // Polled until a request is held, or until every client has its answer (then it was missed).
+            var seen: Double?
+            while held.contains(where: { $0.process.isRunning }) {
+                seen = try streamsOpen()
+                if let seen, seen > 0 { break }
+                usleep(10_000)
+            }
+            #expect((seen ?? 0) > 0)
+            for child in held { #expect(child.finish(timeout: 60).stdout == "200") }
+            #expect(try streamsOpen() == 0)
+            #expect(g.statsJSON().contains(#""streams_open":0"#))
+            #expect(g.stats().delayedResponses == 2)
         }
     }
 

@@ -162,7 +162,7 @@ import CAllocCounter
         #expect(s.connectionsOpen == 1 && s.connectionsTotal == 1)
         h.machine.connectionClosed()
         #expect(h.stats.connectionsOpen == 0 && h.stats.connectionsTotal == 1)
-        #expect(h.stats.json == #"{"requests":4,"by_status":{"200":2,"400":1,"413":1},"by_reason":{"MissingTopic":1,"PayloadTooLarge":1},"bytes_in":5066,"connections_open":0,"connections_total":1,"goaways":0,"drops":0}"#)
+        #expect(h.stats.json == #"{"requests":4,"by_status":{"200":2,"400":1,"413":1},"by_reason":{"MissingTopic":1,"PayloadTooLarge":1},"bytes_in":5066,"connections_open":0,"connections_total":1,"streams_open":0,"goaways":0,"drops":0}"#)
     }
 
     @Test func validRequestAllocatesNothing() {
