@@ -214,6 +214,38 @@ import Testing
         #expect(problems == [])
     }
 
+    /// Words that tell how the project was built rather than how to use it: a work session, an issue
+    /// number (`issue 14`, `#14`), a work branch, who helped. Figures stay, with their commands and dates.
+    static let historyPatterns = [#"\bsession \d"#, #"\bissues? #?\d"#, #"(?<![\w&/#`])#\d+\b"#, #"\blanes?/"#,
+                                  #"\bhelpers?\b"#]
+
+    /// The patterns of ``historyPatterns`` that `line` matches.
+    static func history(in line: String) -> [String] {
+        historyPatterns.filter { line.range(of: $0, options: [.regularExpression, .caseInsensitive]) != nil }
+    }
+
+    /// The user docs carry no internal history (docs/ keeps dated figures, not who did what when).
+    @Test func noPageTellsInternalHistory() throws {
+        var problems: [String] = []
+        for page in try Self.pages() {
+            for (n, line) in try Self.text(page).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                for pattern in Self.history(in: String(line)) { problems.append("\(page):\(n + 1): \(pattern): \(line)") }
+            }
+        }
+        #expect(problems == [])
+    }
+
+    @Test func internalHistoryIsCaughtAndUsageIsNot() {
+        for line in ["Session 3, no change to the route", "fixed in issue 14", "see Issue #14", "(#14)", "on lane/fcm",
+                     "the credentials the helper writes"] {
+            #expect(Self.history(in: line) != [], "\(line)")
+        }
+        for line in ["the HTTP/2 session starts at accept", "session tickets", "issues a GOAWAY", "## 3. Steps",
+                     "`#1`", "&#160;", "[a](#stats)"] {
+            #expect(Self.history(in: line) == [], "\(line)")
+        }
+    }
+
     @Test func linksOutsideTheRepositoryAreCaught() {
         #expect(Self.outside("fcm.md#tokens", on: "docs/gateway.md") == nil)
         #expect(Self.outside("../README.md", on: "docs/gateway.md") == nil)
