@@ -4,7 +4,8 @@ import Foundation
 public struct ScheduleSettings: Sendable, Equatable {
     /// The option as given (`--stages 30s:10k,60s:50k,30s:0`, `--rps 10k..200k`, `--rate-file FILE`).
     public var spec: String
-    /// The stages (seconds, from, to), when there are at most ``listedStages`` of them.
+    /// The stages (length in seconds, rate at its start and at its end in requests per second), when
+    /// there are at most ``listedStages`` of them; summary.json lists each as `[seconds, from, to]`.
     public var stages: [(seconds: Double, from: Int, to: Int)]
     /// How many stages there are.
     public var stageCount: Int

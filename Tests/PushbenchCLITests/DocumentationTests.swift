@@ -1,4 +1,5 @@
 import Foundation
+import PushMetrics
 import Testing
 
 /// The documentation stands alone: every link in README.md, docs/ and examples/ points at a file (and
@@ -243,6 +244,39 @@ import Testing
         for line in ["the HTTP/2 session starts at accept", "session tickets", "issues a GOAWAY", "## 3. Steps",
                      "`#1`", "&#160;", "[a](#stats)"] {
             #expect(Self.history(in: line) == [], "\(line)")
+        }
+    }
+
+    /// The unit tables of `page` for `file` (rows `| \`file\` | \`a\`, \`b\` | unit |`): each column or
+    /// metric a row names, with its unit.
+    static func units(in page: String, of file: String) throws -> [String: String] {
+        var units: [String: String] = [:]
+        for line in try text(page).split(separator: "\n") {
+            let cells = line.trimmingCharacters(in: .whitespaces).split(separator: "|", omittingEmptySubsequences: false)
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count == 5, cells[1] == "`\(file)`" else { continue }
+            for name in cells[2].split(separator: ",") {
+                units[name.trimmingCharacters(in: CharacterSet(charactersIn: " `"))] = cells[3]
+            }
+        }
+        return units
+    }
+
+    /// docs/results.md names the unit of every column timeline.csv and history.csv are written with.
+    @Test func resultsDocNamesTheUnitOfEveryCSVColumn() throws {
+        for (file, header) in [("timeline.csv", ResultsWriter.timelineHeader), ("history.csv", ReportChart.HistoryRow.csvHeader)] {
+            let units = try Self.units(in: "docs/results.md", of: file)
+            for column in header.split(separator: ",") {
+                #expect(!(units[String(column)] ?? "").isEmpty, "docs/results.md gives no unit for \(file) \(column)")
+            }
+        }
+    }
+
+    /// docs/nightly.md names the unit of every metric comparison.json's differences can hold.
+    @Test func nightlyDocNamesTheUnitOfEveryComparisonMetric() throws {
+        let units = try Self.units(in: "docs/nightly.md", of: "comparison.json")
+        for metric in RunComparison.metrics.map(\.name) + ["cpu_s_per_million"] {
+            #expect(!(units[metric] ?? "").isEmpty, "docs/nightly.md gives no unit for comparison.json metric \(metric)")
         }
     }
 
