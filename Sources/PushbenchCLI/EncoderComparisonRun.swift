@@ -66,9 +66,7 @@ struct EncoderComparisonExecution {
                 config, variants: variants, schedule: schedule, gatewayStats: gateway.map { g in { g.stats() } },
                 roundStarted: { r in
                     display.finish()
-                    // A variant's first round carries its warm-up: its seconds are marked as such.
-                    display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: Double(r.warmupNs) / 1e9,
-                                              targetRPS: config.rate)
+                    display = ProgressDisplay(round: r, quiet: options.quiet, json: options.json, targetRPS: config.rate)
                     if talk {
                         printOut("round \(r.index + 1)/\(schedule.count): \(names[r.variant])")
                     }

@@ -29,24 +29,36 @@ struct ProgressDisplay {
         self.targetRPS = targetRPS
     }
 
+    /// The display of one round of an encoder A/B run: a variant's first round carries its warm-up, so
+    /// its seconds are marked as such.
+    init(round: ComparisonRound, quiet: Bool, json: Bool, targetRPS: Int?) {
+        self.init(quiet: quiet, json: json, warmupSeconds: Double(round.warmupNs) / 1e9, targetRPS: targetRPS)
+    }
+
     /// Shows `snapshot` taken `elapsed` seconds after the run started.
     mutating func show(_ snapshot: LiveSnapshot, elapsed: Double) {
         guard enabled else { return }
-        let window = elapsed - lastElapsed
-        let rps = window > 0 ? Double(snapshot.sent - lastSent) / window : 0
-        let errorsPerSecond = window > 0 ? Double(snapshot.errors - lastErrors) / window : 0
-        lastSent = snapshot.sent
-        lastErrors = snapshot.errors
-        lastElapsed = elapsed
-        let line = ProgressDisplay.format(snapshot, elapsed: elapsed, rps: rps, errorsPerSecond: errorsPerSecond,
-                                          warmup: ProgressDisplay.inWarmup(elapsed: elapsed, window: window, warmupSeconds: warmupSeconds),
-                                          behind: ProgressDisplay.behind(snapshot, targetRPS: targetRPS))
+        let line = nextLine(snapshot, elapsed: elapsed)
         if terminal {
             write("\r" + line + "\u{1B}[K")
             drewLine = true
         } else {
             write(line + "\n")
         }
+    }
+
+    /// The line for `snapshot` taken `elapsed` seconds after the run started; rates and errors per second
+    /// are over the time since the previous line.
+    mutating func nextLine(_ snapshot: LiveSnapshot, elapsed: Double) -> String {
+        let window = elapsed - lastElapsed
+        let rps = window > 0 ? Double(snapshot.sent - lastSent) / window : 0
+        let errorsPerSecond = window > 0 ? Double(snapshot.errors - lastErrors) / window : 0
+        lastSent = snapshot.sent
+        lastErrors = snapshot.errors
+        lastElapsed = elapsed
+        return ProgressDisplay.format(snapshot, elapsed: elapsed, rps: rps, errorsPerSecond: errorsPerSecond,
+                                      warmup: ProgressDisplay.inWarmup(elapsed: elapsed, window: window, warmupSeconds: warmupSeconds),
+                                      behind: ProgressDisplay.behind(snapshot, targetRPS: targetRPS))
     }
 
     /// Ends the redrawn line so what follows starts on a fresh line.
