@@ -130,6 +130,21 @@ import Testing
         #expect(ProgressDisplay.format(s, elapsed: 3, rps: 1000, errorsPerSecond: 44).contains("errors 133 (+44/s)"))
     }
 
+    /// Beside the cumulative count, a line shows the errors since the previous line, per second.
+    @Test func errorsPerSecondAreTheDeltaSinceThePreviousLine() {
+        var display = ProgressDisplay(quiet: false, json: false)
+        var s = LiveSnapshot()
+        s.errors = 3
+        #expect(display.nextLine(s, elapsed: 1.0).hasSuffix("errors 3 (+3/s)"))
+        s.errors = 10
+        #expect(display.nextLine(s, elapsed: 2.0).hasSuffix("errors 10 (+7/s)"))
+        s.errors = 10
+        #expect(display.nextLine(s, elapsed: 3.0).hasSuffix("errors 10 (+0/s)"))
+        // A late tick: 8 more errors over 2 s is 4 per second.
+        s.errors = 18
+        #expect(display.nextLine(s, elapsed: 5.0).hasSuffix("errors 18 (+4/s)"))
+    }
+
     @Test func aSecondWithNoAnswerShowsNoPercentileRatherThanZero() {
         var s = LiveSnapshot()
         s.sent = 500
