@@ -113,6 +113,19 @@ import Testing
         #expect(r.err.contains("--out: \(dir.path): only ") && r.err.contains("KiB free"), "\(r.err)")
     }
 
+    /// An existing folder nothing can be created in (here on a read-only mount) is refused before any
+    /// traffic, naming the folder.
+    @Test func anOutFolderThatCannotBeWrittenInIsRefusedBeforeAnyTraffic() throws {
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bin = try #require(PushbenchBinary.url).path
+        let r = try inMountNamespace("mount -t tmpfs -o ro,size=64m tmpfs '\(dir.path)' || exit 99\n"
+                                     + "exec '\(bin)' --duration 1h --out '\(dir.path)'")
+        #expect(r.status == 2, "\(r.out)\(r.err)")
+        #expect(r.err.hasPrefix("pushbench run: --out: \(dir.path): cannot write in it: read-only file system"), "\(r.err)")
+        #expect(r.out.isEmpty, "no progress: nothing was sent")
+    }
+
     @Test func aDiskThatFillsDuringTheRunSendsTheResultsToAFallbackFolderAndSaysWhere() throws {
         let dir = PushbenchBinary.tempDir()
         let temp = PushbenchBinary.tempDir("pushbench-fallback")
