@@ -59,6 +59,20 @@ import Testing
         #expect(PushbenchBinary.int(try PushbenchBinary.summary(out), "warmup", "sent") == 0)
     }
 
+    /// A target that answers nothing (the gateway drops the connection at every request) measures
+    /// nothing: exit 4, the warning saying why, and the run folder still written.
+    @Test func aRunAgainstATargetThatAnswersNothingExitsFour() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["--rps", "100", "--duration", "1s", "--warmup", "0s", "--quiet", "--out", out.path,
+                                         "--gateway-arg=--drop-rate=1"])
+        #expect(r.status == 4, "\(r.out)\(r.err)")
+        #expect(r.err.contains("WARNING: none of the ") && r.err.contains("the target did not respond"), "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.int(s, "requests", "sent") > 0 && PushbenchBinary.int(s, "requests", "completed") == 0)
+        #expect(PushbenchBinary.accountingHolds(s))
+    }
+
     @Test(arguments: [
         (["--duration", "3"], "pushbench run: --duration: '3' has no unit: say which, as in 3s or 3ms"),
         (["--gateway-arg=--latency=2"], "pushbench run: --gateway-arg: --latency: '2' has no unit: say which, as in 2s or 2ms"),
