@@ -146,15 +146,14 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
             if candidate.availableStreams > 0 { c = candidate; batch = candidate; break }
         } }
         guard let c else { return .noStream }
-        var tokenIndex = Int(UInt64(bitPattern: sequence) % UInt64(config.tokens.count))
+        var tokenIndex = config.tokenIndex(sequence: sequence)
         if pruned.count > 0 {
             // Every token gone: the core was stopped when the last one was pruned; nothing to send to.
             guard !pruned.isFull else { return .noStream }
             tokenIndex = pruned.nextAbsent(from: tokenIndex)
         }
         slotToken[Int(slot)] = Int32(truncatingIfNeeded: tokenIndex)
-        let ctx = RequestContext(seq: UInt64(sequence), token: config.tokens.token(tokenIndex), messageID: PushRandom.uuid(seed: config.seed, index: UInt64(bitPattern: sequence)),
-                                 badge: Int64(sequence % 99) + 1)
+        let ctx = config.requestContext(sequence: sequence, tokenIndex: tokenIndex)
         let length = config.template.encodedLength(ctx)
         if length > clientConfig.slotBodyCapacity || (!config.sendOversize && length > config.payloadLimit) {
             return .oversize

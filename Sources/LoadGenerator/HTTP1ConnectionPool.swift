@@ -15,7 +15,6 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     var onResponse: (() -> Void)?
     private let encoder: any PayloadEncoder
     private let clientConfig: HTTP1ClientConfiguration
-    private var rng: PushRandom
     private let path: String
     /// The request head, rebuilt when the access token changes (a connection holds the one its request
     /// in flight was written with).
@@ -50,7 +49,6 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         cc.keepsResponseHeaders = false
         clientConfig = cc
         encoder = config.encoderFactory?(config.encoder, config.template) ?? makePayloadEncoder(config.encoder, template: config.template)
-        rng = PushRandom(seed: config.seed &+ UInt64(thread) &* 0x9E37_79B9_7F4A_7C15)
         pruned = TokenSet(capacity: config.pruneGoneTokens ? config.tokens.count : 0)
         slotToken = .allocate(capacity: config.connections * max(config.streams, 1))
         slotToken.initialize(repeating: 0, count: config.connections * max(config.streams, 1))
@@ -122,14 +120,13 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
             }
         }
         guard let c else { return .noStream }
-        var tokenIndex = Int(UInt64(bitPattern: sequence) % UInt64(config.tokens.count))
+        var tokenIndex = config.tokenIndex(sequence: sequence)
         if pruned.count > 0 {
             guard !pruned.isFull else { return .noStream }
             tokenIndex = pruned.nextAbsent(from: tokenIndex)
         }
         slotToken[Int(slot)] = Int32(truncatingIfNeeded: tokenIndex)
-        let ctx = RequestContext(seq: UInt64(sequence), token: config.tokens.token(tokenIndex), messageID: rng.uuid(),
-                                 badge: Int64(sequence % 99) + 1)
+        let ctx = config.requestContext(sequence: sequence, tokenIndex: tokenIndex)
         let length = config.template.encodedLength(ctx)
         if length > clientConfig.bodyCapacity || (!config.sendOversize && length > config.payloadLimit) { return .oversize }
         refreshHead()

@@ -148,6 +148,25 @@ extension LoadConfiguration {
     }
 }
 
+extension LoadConfiguration {
+    /// The token of global request `sequence` (g) before pruning: g mod the token count.
+    @inline(__always)
+    func tokenIndex(sequence: Int64) -> Int {
+        Int(UInt64(bitPattern: sequence) % UInt64(tokens.count))
+    }
+
+    /// The values global request `sequence` (g) carries with token `tokenIndex`: `{{seq}}`, the message id
+    /// (and the `{{uuid}}`s and `apns-id` made from it) and `{{badge}}` depend on g and the seed alone,
+    /// whichever agent, thread or connection sends it, so the agents of a segmented run send what one
+    /// agent would. Both connection pools build their requests' values here.
+    @inline(__always)
+    func requestContext(sequence: Int64, tokenIndex: Int) -> RequestContext {
+        RequestContext(seq: UInt64(sequence), token: tokens.token(tokenIndex),
+                       messageID: PushRandom.uuid(seed: seed, index: UInt64(bitPattern: sequence)),
+                       badge: Int64(sequence % 99) + 1)
+    }
+}
+
 extension ConnectionStats {
     /// Counts one finished TLS handshake; the first one's parameters are kept.
     mutating func recordHandshake(_ t: TLSConnectionInfo) {

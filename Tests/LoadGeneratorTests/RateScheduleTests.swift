@@ -1,5 +1,6 @@
 import Testing
 import PushMetrics
+import PushPayload
 @testable import LoadGenerator
 
 /// The stage arithmetic of ``RateSchedule``: every intended time exact, across stage boundaries, down to 0
@@ -230,5 +231,55 @@ import PushMetrics
             #expect(union.map(\.0) == single.map(\.0))
             #expect(union.map(\.1) == single.map(\.1))
         }
+    }
+
+    @Test func eachRequestCarriesTheSameValuesWhicheverSegmentSendsIt() throws {
+        // The token, {{seq}}, {{badge}}, {{message_id}} (apns-id) and {{uuid}} of every request the drivers of
+        // 3 agents start, rendered as the connection pools do from the global index the driver hands them,
+        // against one agent alone: request for request the same bytes.
+        let template = try PayloadTemplate(bytes: Array(#"{"aps":{"alert":"n {{seq}}","badge":{{badge}}},"t":"{{token}}","id":"{{message_id}}","u":"{{uuid}}"}"#.utf8))
+        var config = LoadConfiguration(host: "127.0.0.1", port: 1, template: template, tokens: DeviceTokens(synthetic: 7))
+        config.seed = 42
+        let encoder = makePayloadEncoder(.zerocopy, template: template)
+        func run(segment: Int, of n: Int) -> [Int64: [UInt8]] {
+            let clock = ManualClock(1_000_000_000)
+            let plan = DriverPlan(rate: 2_500, warmupNs: 20_000_000, durationNs: 100_000_000, capacity: 4, segment: segment, segments: n)
+            let core = DriverCore(plan: plan, clock: clock, recorder: Recorder())
+            let port = FakePort(streams: 4)
+            core.attach(port)
+            core.begin(at: clock.time)
+            var next = core.pump()
+            while let due = next {
+                clock.time = due
+                next = core.pump()
+                while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+            }
+            var agent = config
+            agent.segment = segment
+            agent.segments = n
+            var out: [Int64: [UInt8]] = [:]
+            var slot = [UInt8](repeating: 0, count: 1024)
+            for g in port.started {
+                let ctx = agent.requestContext(sequence: g, tokenIndex: agent.tokenIndex(sequence: g))
+                let length = slot.withUnsafeMutableBytes { encoder.encode(ctx, into: $0) } ?? 0
+                out[g] = Array(slot[..<length]) + Array(ctx.messageID.description.utf8)
+            }
+            return out
+        }
+        let single = run(segment: 0, of: 1)
+        #expect(single.count == 300)
+        #expect(Set(single.values).count == 300, "every request differs from the others")
+        var union: [Int64: [UInt8]] = [:]
+        for i in 0..<3 {
+            for (g, bytes) in run(segment: i, of: 3) {
+                #expect(g % 3 == Int64(i))
+                union[g] = bytes
+            }
+        }
+        #expect(union == single)
+        // What request 8 carries: token 8 mod 7, badge 8 mod 99 + 1, the id of (seed 42, g 8).
+        let eight = try #require(String(bytes: single[8] ?? [], encoding: .utf8))
+        let token = config.tokens.withToken(1) { String(decoding: $0, as: UTF8.self) }
+        #expect(eight.hasPrefix(#"{"aps":{"alert":"n 8","badge":9},"t":"\#(token)","id":"\#(PushRandom.uuid(seed: 42, index: 8))""#), "\(eight)")
     }
 }
