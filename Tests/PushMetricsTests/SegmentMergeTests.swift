@@ -88,6 +88,65 @@ import Testing
                 == "agent-1 ran no segment (no --segment) but agent-0 did: merge the agents of one run only")
     }
 
+    /// The absolute start of every untagged interval of a folder's latency.hlog, seconds after `base`.
+    static func hlogSeconds(_ folder: URL, after base: Date) throws -> [Double] {
+        let log = try IntervalLog.parse(try Fixtures.text(folder.appendingPathComponent(ResultsWriter.File.hlog)))
+        return log.intervals.filter { $0.tag == nil }.map { log.baseTime + $0.startOffset - base.timeIntervalSince1970 }
+    }
+
+    @Test func agentsWhoseSecondsAreOffsetMergeAlignedOnTheGlobalT0() throws {
+        let root = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: root) }
+        // Both agents share t0; agent 1 sent nothing in the first second (it started a second late), so its
+        // .hlog intervals and timeline rows are seconds 1...10 of the run where agent 0's are 0...9.
+        let a0 = Self.agent(0, of: 2, threads: [0], rps: 1_000)
+        var a1 = Self.agent(1, of: 2, threads: [1], rps: 1_000)
+        a1.intervals = a1.intervals.map { var i = $0; i.second += 1; return i }
+        let paths = try Self.write([a0, a1], in: root)
+        #expect(try Self.hlogSeconds(URL(fileURLWithPath: paths[1]), after: Fixtures.start).first == 1)
+        let out = root.appendingPathComponent("merged")
+        _ = try RunMerger.mergeAgents(paths, out: out)
+        let merged = try LoadedRun.load(out.path, requireIntervals: true)
+        #expect(merged.record.startedAt == Fixtures.start)
+        #expect(merged.record.intervals == TimelineInterval.merged(a0.intervals + a1.intervals))
+        let bySecond = Dictionary(uniqueKeysWithValues: merged.record.intervals.map { ($0.second, $0) })
+        #expect(bySecond.keys.sorted() == Array(0...10))
+        #expect(bySecond[0]?.sent == a0.intervals[0].sent, "second 0 is agent 0's alone")
+        #expect(bySecond[1]?.sent == a0.intervals[1].sent + a1.intervals[0].sent)
+        #expect(bySecond[10]?.sent == a1.intervals[9].sent, "second 10 is agent 1's alone")
+        // The merged .hlog intervals sit on whole seconds after t0 + warm-up (summary started_at).
+        #expect(try Self.hlogSeconds(out, after: Fixtures.start) == (0...10).map(Double.init))
+        // timeline.csv has one row per second, aligned the same way.
+        let rows = try Fixtures.text(out.appendingPathComponent(ResultsWriter.File.timeline)).split(separator: "\n").dropFirst()
+        #expect(rows.count == 11)
+        #expect(rows.first.map { $0.split(separator: ",")[1] } == "\(a0.intervals[0].sent)", "\(rows.first ?? "")")
+        #expect(merged.record.counts.sent == a0.counts.sent + a1.counts.sent)
+    }
+
+    @Test func runsStartedApartAlignOnTheEarliestStartToTheNearestSecond() throws {
+        // Runs without segments (no shared t0) started 1 s and 2.4 s after the first: their seconds move by
+        // 1 and by 2 (per-second histograms cannot be split, so a fraction of a second is rounded away), and
+        // nothing is lost.
+        let root = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let a = Fixtures.record(label: "a", threads: [0], seconds: 3)
+        var b = Fixtures.record(label: "b", threads: [1], seconds: 3)
+        b.startedAt = Fixtures.start.addingTimeInterval(1)
+        var c = Fixtures.record(label: "c", threads: [2], seconds: 3)
+        c.startedAt = Fixtures.start.addingTimeInterval(2.4)
+        let paths = try Self.write([a, b, c], in: root)
+        let out = root.appendingPathComponent("merged")
+        _ = try RunMerger.mergeAgents(paths, out: out)
+        let merged = try LoadedRun.load(out.path, requireIntervals: true)
+        func shifted(_ r: RunRecord, _ by: Int) -> [TimelineInterval] { r.intervals.map { var i = $0; i.second += by; return i } }
+        #expect(merged.record.intervals == TimelineInterval.merged(a.intervals + shifted(b, 1) + shifted(c, 2)))
+        #expect(merged.record.counts.sent == a.counts.sent + b.counts.sent + c.counts.sent)
+        #expect(merged.record.intervals.map(\.sent).reduce(0, +) == merged.record.counts.sent)
+        #expect(try Self.hlogSeconds(out, after: Fixtures.start) == (0...4).map(Double.init))
+        guard case .array(let agents)? = merged.summary["merged_from"] else { Issue.record("no merged_from"); return }
+        #expect(agents.compactMap { $0["offset_s"]?.integer } == [0, 1, 2])
+    }
+
     @Test func allowPartialMergesAndSaysWhatIsMissing() throws {
         let root = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: root) }
