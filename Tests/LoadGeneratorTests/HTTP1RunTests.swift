@@ -14,6 +14,43 @@ import Testing
         return path
     }
 
+    @Test func credentialsFCMWritesAServiceAccountAndTheFlagsThatGoWithIt() throws {
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try PushbenchBinary.run(["credentials", "fcm", "--out", dir.path, "--project", "my-proj",
+                                         "--token-uri", "https://127.0.0.1:8443/token"])
+        #expect(r.status == 0, "\(r.err)")
+        let path = dir.appendingPathComponent("service-account.json").path
+        let account = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        #expect(account["type"] as? String == "service_account")
+        #expect(account["project_id"] as? String == "my-proj")
+        let keyID = try #require(account["private_key_id"] as? String)
+        #expect(keyID.count == 40 && keyID.allSatisfy(\.isHexDigit), "\(keyID)")
+        let email = try #require(account["client_email"] as? String)
+        #expect(email == "pushbench@my-proj.iam.gserviceaccount.com")
+        #expect(account["token_uri"] as? String == "https://127.0.0.1:8443/token")
+        let pem = try #require(account["private_key"] as? String)
+        #expect(pem.hasPrefix("-----BEGIN PRIVATE KEY-----\n") && pem.hasSuffix("-----END PRIVATE KEY-----\n"))
+        // The key is a 2048-bit RSA key as OpenSSL reads it.
+        let keyFile = dir.appendingPathComponent("key.pem")
+        try pem.write(to: keyFile, atomically: true, encoding: .utf8)
+        let openssl = try PushbenchBinary.run(["pkey", "-in", keyFile.path, "-noout", "-text"], executable: URL(fileURLWithPath: "/usr/bin/openssl"))
+        #expect(openssl.status == 0 && openssl.out.contains("Private-Key: (2048 bit"), "\(openssl.err)")
+        // The lines printed: the account, and the gateway, run and firebase-admin settings for this token_uri.
+        let lines = r.out.split(separator: "\n").map(String.init)
+        #expect(lines.first == "pushbench credentials: service account \(path) (client_email \(email), private_key_id \(keyID))")
+        #expect(lines.contains("  gateway:        pushbench gateway --listen 127.0.0.1:8443 --fcm-auth oauth --fcm-service-account \(path) --tls --tls-cert-out gateway-ca.pem"), "\(r.out)")
+        #expect(lines.contains("  run:            pushbench --target https://127.0.0.1:8443 --protocol fcm --project my-proj --credentials \(path) --cacert gateway-ca.pem"), "\(r.out)")
+        #expect(lines.contains("  firebase-admin: credentials.Certificate('\(path)'), messaging._MessagingService.FCM_URL = 'https://127.0.0.1:8443/v1/projects/{0}/messages:send'"), "\(r.out)")
+        // Cleartext, on a token path of its own: the gateway is told that path.
+        let plain = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: plain) }
+        let h = try PushbenchBinary.run(["credentials", "fcm", "--out", plain.path, "--token-uri", "http://127.0.0.1:8080/oauth2/token"])
+        let plainPath = plain.appendingPathComponent("service-account.json").path
+        #expect(h.out.contains("  gateway:        pushbench gateway --listen 127.0.0.1:8080 --fcm-auth oauth --fcm-service-account \(plainPath) --fcm-token-path /oauth2/token\n"), "\(h.out)")
+        #expect(h.out.contains("  run:            pushbench --target http://127.0.0.1:8080 --protocol fcm --project pushbench --credentials \(plainPath)\n"), "\(h.out)")
+    }
+
     @Test func anFCMRunWithCredentialsOverHTTP1WritesACompleteResultsFolder() throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
@@ -74,6 +111,31 @@ import Testing
             #expect((s["config"] as? [String: Any])?["http"] as? String == (http1 ? "1.1" : "2"))
             #expect(PushbenchBinary.int(s, "requests", "succeeded") == 500)
         }
+    }
+
+    @Test(arguments: [["--encoder", "foundation", "--rps", "500"], ["--encoder", "copy", "--rps", "500"], ["--rps", "max"]])
+    func http1WithAnotherEncoderOrClosedLoopKeepsTheAccounting(_ options: [String]) throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["--protocol", "fcm", "--http1", "--duration", "1s", "--warmup", "0s", "--connections", "4",
+                                         "--out", out.path, "--quiet"] + options)
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.accountingHolds(s), "\(s["requests"] ?? "")")
+        let config = try #require(s["config"] as? [String: Any])
+        #expect(config["http"] as? String == "1.1")
+        let sent = PushbenchBinary.int(s, "requests", "sent")
+        #expect(PushbenchBinary.int(s, "requests", "succeeded") == sent && sent > 0, "\(s["requests"] ?? "")")
+        if let encoder = options.firstIndex(of: "--encoder").map({ options[$0 + 1] }) {
+            #expect(config["encoder"] as? String == encoder)
+            #expect(sent == 500)
+        } else {
+            #expect(config["rps"] is NSNull || config["rps"] == nil, "closed loop: \(config)")
+        }
+        // The embedded gateway received over HTTP/1.1 exactly what the run sent.
+        let gateway = try #require(s["gateway"] as? [String: Any])
+        let received = PushbenchBinary.int(gateway, "http1", "requests")
+        #expect(received >= PushbenchBinary.int(s, "requests", "completed") && received <= sent, "\(gateway)")
     }
 
     @Test func badCredentialsAreOneLineBeforeAnyTraffic() throws {

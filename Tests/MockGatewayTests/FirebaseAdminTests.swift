@@ -1,15 +1,15 @@
 import Foundation
-import PushCredentials
 import Testing
 @testable import MockGateway
 
 /// firebase-admin (Python, from PyPI via scripts/setup), unmodified apart from its endpoint attribute
-/// (`messaging._MessagingService.FCM_URL`) and a service-account JSON from `pushbench credentials`'s code,
-/// against gateways over TLS (their generated CAs trusted through `REQUESTS_CA_BUNDLE` and
+/// (`messaging._MessagingService.FCM_URL`) and a service-account JSON written by `pushbench credentials fcm`
+/// (the binary), against gateways over TLS (their generated CAs trusted through `REQUESTS_CA_BUNDLE` and
 /// `SSL_CERT_FILE`, as a user would): it fetches an access token from the gateway's https token endpoint,
 /// sends the reference message with `send()` (requests: ALPN http/1.1) and `send_each_async()` (httpx:
-/// ALPN h2), and meets every FCM error as the exception class it raises for Google's. A missing
-/// firebase-admin fails the test.
+/// ALPN h2), which the gateway turns into the Apple push it captures (`--capture`), and meets every FCM
+/// error, through both calls, as the exception class it raises for Google's. A missing firebase-admin
+/// fails the test.
 @Suite(.serialized) struct FirebaseAdminTests {
     static let script = #"""
     import asyncio, json, os, sys, traceback
@@ -42,6 +42,7 @@ import Testing
                "UNAVAILABLE": exceptions.UnavailableError, "INTERNAL": exceptions.InternalError,
                "THIRD_PARTY_AUTH_ERROR": messaging.ThirdPartyAuthError}
     out["raised"] = {}
+    out["raised_async"] = {}
     for code, base in spec["failing"].items():
         messaging._MessagingService.FCM_URL = base + "/v1/projects/{0}/messages:send"
         other = firebase_admin.initialize_app(credentials.Certificate(spec["account"]), name=code)
@@ -50,6 +51,11 @@ import Testing
             out["raised"][code] = "nothing"
         except Exception as e:
             out["raised"][code] = type(e).__name__ if isinstance(e, classes[code]) else "wrong: " + repr(e)
+        try:
+            e = asyncio.run(messaging.send_each_async([message()], app=other)).responses[0].exception
+            out["raised_async"][code] = "nothing" if e is None else type(e).__name__ if isinstance(e, classes[code]) else "wrong: " + repr(e)
+        except Exception as e:
+            out["raised_async"][code] = "raised by the call: " + repr(e)
     print(json.dumps(out))
     """#
 
@@ -57,11 +63,13 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pb-firebase-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        var account = try ServiceAccount.generate(projectID: "pushbench", tokenURI: "http://127.0.0.1:1/token")
-        let gatewayFile = dir.appendingPathComponent("gateway-account.json").path
-        try account.json.write(toFile: gatewayFile, atomically: true, encoding: .utf8)
+        // The service account as a user makes it; the gateway needs its key and client_email, not its token_uri.
+        let bin = try #require(GatewayTLSTests.binary, "build pushbench first (swift build --build-tests)")
+        let made = try runProcess(bin, ["credentials", "fcm", "--out", dir.path, "--token-uri", "https://127.0.0.1:1/token"])
+        try #require(made.status == 0, "\(made.stderr)")
+        let gatewayFile = dir.appendingPathComponent("service-account.json").path
         let main = try EmbeddedGateway.start(try GatewayConfiguration.parse(["--tls", "--fcm-auth", "oauth",
-                                                                             "--fcm-service-account", gatewayFile]))
+                                                                             "--fcm-service-account", gatewayFile, "--capture", "10"]))
         defer { main.stop() }
         let codes = ["UNREGISTERED", "INVALID_ARGUMENT", "SENDER_ID_MISMATCH", "QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL",
                      "THIRD_PARTY_AUTH_ERROR"]
@@ -75,9 +83,10 @@ import Testing
         try cas.joined().write(toFile: caFile, atomically: true, encoding: .utf8)
         // The client's copy names the main gateway's token endpoint, where every app fetches its token; the
         // failing gateways accept any bearer token and answer every send with their code.
-        account.tokenURI = "https://127.0.0.1:\(main.port)/token"
-        let clientFile = dir.appendingPathComponent("service-account.json").path
-        try account.json.write(toFile: clientFile, atomically: true, encoding: .utf8)
+        var account = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: gatewayFile))) as? [String: Any])
+        account["token_uri"] = "https://127.0.0.1:\(main.port)/token"
+        let clientFile = dir.appendingPathComponent("client-account.json").path
+        try JSONSerialization.data(withJSONObject: account).write(to: URL(fileURLWithPath: clientFile))
         let spec: [String: Any] = ["base": "https://127.0.0.1:\(main.port)", "account": clientFile, "ca": caFile,
                                    "failing": failing.mapValues { "https://127.0.0.1:\($0.port)" }]
         let json = String(decoding: try JSONSerialization.data(withJSONObject: spec), as: UTF8.self)
@@ -96,6 +105,8 @@ import Testing
                         "SENDER_ID_MISMATCH": "SenderIdMismatchError", "QUOTA_EXCEEDED": "QuotaExceededError",
                         "UNAVAILABLE": "UnavailableError", "INTERNAL": "InternalError", "THIRD_PARTY_AUTH_ERROR": "ThirdPartyAuthError"]
         #expect(raised == expected)
+        // send_each_async() (HTTP/2) reports each code in its response as the same class.
+        #expect(o["raised_async"] as? [String: String] == expected, "\(o["raised_async"] ?? "")")
         // /stats, fetched by the client over HTTPS: the token fetches and the three sends.
         let seen = try #require(o["stats"] as? [String: Any])
         let fcm = try #require(seen["fcm"] as? [String: Any])
@@ -108,6 +119,21 @@ import Testing
         #expect(stats.fcm.messagesAccepted == 3)
         #expect(stats.http1Requests == stats.fcm.tokenRequests + 2, "HTTP/1.1 requests \(stats.http1Requests), token requests \(stats.fcm.tokenRequests)")
         let unregistered = try #require(failing["UNREGISTERED"]).stats()
-        #expect(unregistered.fcm.byCode["UNREGISTERED"] == 1)
+        #expect(unregistered.fcm.byCode["UNREGISTERED"] == 2)
+        // What arrived: the three messages, each captured as the Apple push FCM would send, with the
+        // reference message's title, body, badge and custom key, under the id the client was given.
+        let captured = stats.fcm.captured
+        #expect(captured.map(\.name).sorted() == ([sent] + async.compactMap { $0 as? String }).sorted())
+        for push in captured {
+            #expect(push.target == "token:fcm-token-1")
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(push.payload.utf8)) as? [String: Any], "\(push.payload)")
+            let aps = try #require(payload["aps"] as? [String: Any], "\(push.payload)")
+            let alert = aps["alert"] as? [String: Any]
+            #expect(alert?["title"] as? String == "Portugal vs. Denmark" && alert?["body"] as? String == "great match!", "\(push.payload)")
+            #expect(aps["badge"] as? Int == 1 && payload["customKey"] as? String == "customValue", "\(push.payload)")
+            #expect(push.name.hasSuffix(payload["gcm.message_id"] as? String ?? "?"), "\(push.payload)")
+            #expect(push.headers.contains { $0 == ("apns-push-type", "alert") } && push.headers.contains { $0 == ("apns-priority", "10") },
+                    "\(push.headers)")
+        }
     }
 }

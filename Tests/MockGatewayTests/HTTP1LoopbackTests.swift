@@ -98,6 +98,31 @@ func rawHTTP1(_ port: Int, _ request: String, bodyBytes: Int = 0, timeout: Doubl
         }
     }
 
+    @Test func curlHTTP2OnCleartextIsAnsweredOverHTTP1() throws {
+        // `curl --http2` on http:// sends HTTP/1.1 with `Upgrade: h2c`; the gateway does not switch (RFC 9113
+        // deprecates the upgrade) and answers over HTTP/1.1, keeping the connection for the next request.
+        try withGateway { g in
+            let url = "http://127.0.0.1:\(g.port)"
+            let r = try runProcess(which("curl") ?? "/usr/bin/curl", [
+                "-sv", "--http2", "--max-time", "30", "-H", "authorization: Bearer t", "-H", "content-type: application/json",
+                "--data-binary", message, "-w", "\n%{http_version} %{http_code}\n", url + fcmPath,
+                "--next", "-s", "--http2", "--max-time", "30", "-w", "\n%{http_version} %{http_code}\n", url + "/stats"])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stderr.contains("Upgrade: h2c"), "curl asked to upgrade: \(r.stderr)")
+            #expect(!r.stderr.contains("101 Switching Protocols"))
+            #expect(r.stdout.contains("{\"name\":\"projects/pushbench/messages/0:"), "\(r.stdout)")
+            #expect(r.stdout.components(separatedBy: "\n1.1 200\n").count == 3, "both answered over HTTP/1.1: \(r.stdout)")
+            #expect(r.stderr.contains("Re-using existing connection"))
+            let stats = g.stats()
+            #expect(stats.http1Requests == 2 && stats.fcm.messagesAccepted == 1 && stats.connectionsTotal == 1)
+            // The APNs route stays HTTP/2-only: the upgrade request is refused as any HTTP/1.1 one is.
+            let (rc, _, _) = try curlHTTP1(g.port, path: "/3/device/\(validToken)", body: #"{"aps":{}}"#,
+                                           headers: ["apns-topic: a.b"], extra: ["--http2"])
+            #expect(rc == 1)
+            #expect(g.stats().http1Refused == 1)
+        }
+    }
+
     @Test func apnsOverHTTP1IsRefusedAsAPNsDoes() throws {
         try withGateway { g in
             // curl reads binary frames where it expected a status line.

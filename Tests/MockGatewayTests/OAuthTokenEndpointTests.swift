@@ -50,6 +50,15 @@ import Testing
         #expect(stats.fcm.json.contains("\"oauth\":{\"token_requests\":1,\"tokens_issued\":1,\"refused\":0}"))
     }
 
+    /// The account's assertion with no `scope` claim at all (``ServiceAccount/assertion`` always writes one).
+    static func assertionWithoutScope(issuedAt iat: Int64) throws -> String {
+        let header = #"{"typ":"JWT","alg":"RS256","kid":"\#(account.privateKeyID)"}"#
+        let claims = #"{"iat":\#(iat),"exp":\#(iat + 3600),"iss":"\#(account.clientEmail)","aud":"\#(ServiceAccount.audience)"}"#
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        let key = try RS256Key(pem: Array(account.privateKeyPEM.utf8))
+        return input + "." + Base64URL.encode(try key.sign(Array(input.utf8)))
+    }
+
     @Test func everyRefusalIsGooglesError() throws {
         var h = Harness(try Self.config())
         let good = try Self.account.assertion(issuedAt: Self.nowSeconds)
@@ -65,6 +74,8 @@ import Testing
             (Self.form(nil), "invalid_request", "Missing required parameter: assertion"),
             (Self.form("not-a-jwt"), "invalid_grant", ""),
             (Self.form(try Self.other.assertion(issuedAt: Self.nowSeconds)), "invalid_grant", "Invalid grant: account not found"),
+            (Self.form(try Self.assertionWithoutScope(issuedAt: Self.nowSeconds)), "invalid_scope", "Empty or missing scope not allowed."),
+            (Self.form(try Self.account.assertion(issuedAt: Self.nowSeconds, scope: "")), "invalid_scope", "Empty or missing scope not allowed."),
         ]
         for (body, error, description) in cases {
             let (status, o) = try Self.post(&h, body)
@@ -104,6 +115,13 @@ import Testing
         #expect(Self.send(&h, authorization: "Bearer \(token)") == 200)
         #expect(Self.send(&h, authorization: "bearer \(token)") == 200)
         #expect(Self.send(&h, authorization: "Bearer pushbench") == 401)
+        // Google's plain google.rpc error: code, message and status, no FcmError details.
+        let refused = h.fcm(fcmRequest(fcmMessage(""), headers: [("authorization", "Bearer pushbench")]))
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(refused.body.utf8)) as? [String: Any], "\(refused.body)")
+        let error = try #require(body["error"] as? [String: Any])
+        #expect(Array(body.keys) == ["error"] && Set(error.keys) == ["code", "message", "status"], "\(refused.body)")
+        #expect(error["code"] as? Int == 401 && error["status"] as? String == "UNAUTHENTICATED")
+        #expect((error["message"] as? String)?.hasPrefix("Request had invalid authentication credentials. Expected OAuth 2 access token") == true)
         // One hex digit of the MAC changed: a forgery.
         let forged = String(token.dropLast()) + (token.last == "0" ? "1" : "0")
         #expect(Self.send(&h, authorization: "Bearer \(forged)") == 401)
@@ -117,7 +135,7 @@ import Testing
         h.now += 61_000_000_000
         #expect(Self.send(&h, authorization: "Bearer \(token)") == 401)
         let stats = GatewayStats(summing: [h.machine.counters])
-        #expect(stats.fcm.byCode["UNAUTHENTICATED"] == 4)
+        #expect(stats.fcm.byCode["UNAUTHENTICATED"] == 5)
     }
 
     @Test func offModeAcceptsAnyBearerToken() throws {
