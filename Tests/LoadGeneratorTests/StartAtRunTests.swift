@@ -29,7 +29,7 @@ import Testing
         // t0 one second ago: at 200/s, the first 200-odd requests are already due when the agent is ready.
         let start = Self.startAt(-1)
         let r = try PushbenchBinary.run(["run", "--target", gateway.url, "--rps", "200", "--duration", "2s", "--connections", "1",
-                                         "--start-at", start.text, "--start-late-ok", "--out", out.path, "--quiet"])
+                                         "--start-at", start.text, "--start-late-ok", "--warmup", "0s", "--out", out.path, "--quiet"])
         #expect(r.status == 0, "\(r.out)\n\(r.err)")
         let s = try PushbenchBinary.summary(out)
         // t0 is the instant given, not moved to when the agent was ready.
@@ -58,7 +58,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: out) }
         let start = Self.startAt(1.5)
         let r = try PushbenchBinary.run(["run", "--target", gateway.url, "--rps", "200", "--duration", "1s", "--connections", "1",
-                                         "--segment", "1/2", "--start-at", start.text, "--out", out.path, "--quiet"])
+                                         "--segment", "1/2", "--start-at", start.text, "--warmup", "0s", "--out", out.path, "--quiet"])
         #expect(r.status == 0, "\(r.out)\n\(r.err)")
         let s = try PushbenchBinary.summary(out)
         let startBlock = s["start"] as? [String: Any] ?? [:]
