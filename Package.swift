@@ -45,7 +45,7 @@ let package = Package(
                                                      "PushVocabulary", "PushCredentials"]),
         .executableTarget(name: "pushbench", dependencies: ["PushbenchCLI"]),
 
-        .target(name: "BenchmarkKit", dependencies: ["CAllocCounter"], path: "Benchmarks/BenchmarkKit"),
+        .target(name: "BenchmarkKit", dependencies: ["CAllocCounter", "PushVocabulary"], path: "Benchmarks/BenchmarkKit"),
         .executableTarget(
             name: "PushBenchmarks",
             dependencies: ["BenchmarkKit", "PushVocabulary", "PushPayload", "PushMetrics", "PushTransport", "MockGateway", "LoadGenerator"],
@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "PushVocabularyTests", dependencies: ["PushVocabulary", "AllocationTesting"]),
         .testTarget(name: "PushCredentialsTests", dependencies: ["PushCredentials"]),
         .testTarget(name: "PushPayloadTests", dependencies: ["PushPayload", "PushVocabulary", "AllocationTesting"]),
-        .testTarget(name: "PushMetricsTests", dependencies: ["PushMetrics", "CAllocCounter"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "PushMetricsTests", dependencies: ["PushMetrics", "PushVocabulary", "CAllocCounter"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PushTransportTests", dependencies: ["PushTransport", "CAllocCounter"]),
         .testTarget(name: "MockGatewayTests", dependencies: ["MockGateway", "PushTransport", "PushPayload", "PushVocabulary", "CAllocCounter",
                                                         "PushCredentials"]),

@@ -4,6 +4,7 @@
 
 import CAllocCounter
 import Foundation
+import PushVocabulary
 
 #if canImport(Glibc)
 import Glibc
@@ -120,6 +121,12 @@ public enum Benchmark {
     }
 }
 
+/// A budget file that is not JSON: `path:line:column: reason`.
+public struct BudgetFileError: Error, CustomStringConvertible {
+    /// The message.
+    public var description: String
+}
+
 /// Committed per-benchmark budgets (Benchmarks/Thresholds/*.json): nested JSON objects whose leaves
 /// are numbers, read as dotted paths, e.g. `encoders.zerocopy.default.allocs_per_msg = 0`.
 public struct Budgets: Sendable {
@@ -129,13 +136,14 @@ public struct Budgets: Sendable {
     /// Budgets from a JSON file.
     public init(path: String) throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        let object = try JSONSerialization.jsonObject(with: data)
+        let object: JSONValue
+        do { object = try JSONValue.parse(Array(data)) } catch { throw BudgetFileError(description: "\(path):\(error)") }
         var out: [String: Double] = [:]
-        func walk(_ prefix: String, _ value: Any) {
-            if let d = value as? [String: Any] {
-                for (k, v) in d where !k.hasPrefix("_") { walk(prefix.isEmpty ? k : "\(prefix).\(k)", v) }
-            } else if let n = value as? NSNumber {
-                out[prefix] = n.doubleValue
+        func walk(_ prefix: String, _ value: JSONValue) {
+            if case .object(let members) = value {
+                for (k, v) in members where !k.hasPrefix("_") { walk(prefix.isEmpty ? k : "\(prefix).\(k)", v) }
+            } else if let n = value.number {
+                out[prefix] = n
             }
         }
         walk("", object)

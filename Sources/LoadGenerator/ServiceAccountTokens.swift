@@ -1,6 +1,7 @@
 import Foundation
 import PushCredentials
 import PushTransport
+import PushVocabulary
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -99,17 +100,17 @@ public struct ServiceAccountTokens: Sendable {
         } catch {
             throw LoadRunError(description: "\(where_): \(error)", unreachable: true)
         }
-        let object = (try? JSONSerialization.jsonObject(with: Data(exchange.body))) as? [String: Any]
+        let object = (try? JSONValue.parse(exchange.body))?.object
         guard exchange.status == 200 else {
-            let error = object?["error"] as? String ?? "HTTP \(exchange.status)"
-            let description = object?["error_description"] as? String ?? String(decoding: exchange.body.prefix(200), as: UTF8.self)
+            let error = object?["error"]?.string ?? "HTTP \(exchange.status)"
+            let description = object?["error_description"]?.string ?? String(decoding: exchange.body.prefix(200), as: UTF8.self)
             throw LoadRunError(description: "\(where_) refused the service account's assertion: \(error): \(description)",
                                unreachable: false)
         }
-        guard let token = object?["access_token"] as? String, !token.isEmpty else {
+        guard let token = object?["access_token"]?.string, !token.isEmpty else {
             throw LoadRunError(description: "\(where_): the answer has no access_token", unreachable: false)
         }
-        let expires = (object?["expires_in"] as? NSNumber)?.intValue ?? 3600
+        let expires = object?["expires_in"]?.integer.map { Int(clamping: $0) } ?? 3600
         return AccessToken(token: token, expiresIn: max(1, expires))
     }
 

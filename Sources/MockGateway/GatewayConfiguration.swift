@@ -100,15 +100,11 @@ public struct GatewayConfiguration: Equatable, Sendable {
         do throws(InputFileError) { bytes = try InputFile.bytes(path) } catch {
             throw GatewayConfigurationError("scenario \(path): \(error.reason)")
         }
-        // Our own validator first: it says where the JSON breaks (line:column), Foundation only that it does.
-        if let e = JSON.validate(bytes) {
-            throw GatewayConfigurationError("scenario \(path):\(e.line):\(e.column): not valid JSON: \(e.code.reason)")
+        let root: JSONValue
+        do throws(JSONError) { root = try JSONValue.parse(bytes) } catch {
+            throw GatewayConfigurationError("scenario \(path):\(error.line):\(error.column): not valid JSON: \(error.code.reason)")
         }
-        let root: Any
-        do { root = try JSONSerialization.jsonObject(with: Data(bytes)) } catch {
-            throw GatewayConfigurationError("scenario \(path): not valid JSON")
-        }
-        guard let object = root as? [String: Any] else {
+        guard let object = root.object else {
             throw GatewayConfigurationError("scenario \(path): the top level must be a JSON object")
         }
         var reader = ScenarioReader(path: path)
@@ -280,14 +276,12 @@ private struct ScenarioReader {
         GatewayConfigurationError("scenario \(path): field '\(field)': \(why)")
     }
 
-    func number(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> Double {
-                guard let n = value as? NSNumber, !isBoolean(n), n.doubleValue.isFinite else {
-            throw error(field, "must be a number")
-        }
-        return n.doubleValue
+    func number(_ value: JSONValue, _ field: String) throws(GatewayConfigurationError) -> Double {
+        guard let n = value.number, n.isFinite else { throw error(field, "must be a number") }
+        return n
     }
 
-    func integer(_ value: Any, _ field: String, _ range: ClosedRange<Int>) throws(GatewayConfigurationError) -> Int {
+    func integer(_ value: JSONValue, _ field: String, _ range: ClosedRange<Int>) throws(GatewayConfigurationError) -> Int {
         let d = try number(value, field)
         guard d == d.rounded(), d >= Double(range.lowerBound), d <= Double(range.upperBound) else {
             let bound = range.upperBound == Int.max ? "at least \(range.lowerBound)" : "\(range.lowerBound)...\(range.upperBound)"
@@ -296,42 +290,42 @@ private struct ScenarioReader {
         return Int(d)
     }
 
-    func fraction(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> Double {
+    func fraction(_ value: JSONValue, _ field: String) throws(GatewayConfigurationError) -> Double {
         let d = try number(value, field)
         guard d >= 0, d <= 1 else { throw error(field, "must be a fraction between 0 and 1") }
         return d
     }
 
-    func bool(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> Bool {
-        guard let n = value as? NSNumber, isBoolean(n) else { throw error(field, "must be true or false") }
-        return n.boolValue
+    func bool(_ value: JSONValue, _ field: String) throws(GatewayConfigurationError) -> Bool {
+        guard let b = value.bool else { throw error(field, "must be true or false") }
+        return b
     }
 
-    func object(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> [String: Any] {
-        guard let o = value as? [String: Any] else { throw error(field, "must be a JSON object") }
+    func object(_ value: JSONValue, _ field: String) throws(GatewayConfigurationError) -> [String: JSONValue] {
+        guard let o = value.object else { throw error(field, "must be a JSON object") }
         return o
     }
 
-    func milliseconds(_ value: Any, _ field: String) throws(GatewayConfigurationError) -> UInt64 {
+    func milliseconds(_ value: JSONValue, _ field: String) throws(GatewayConfigurationError) -> UInt64 {
         let ms = try number(value, field)
         guard ms >= 0, ms < 3_600_000 else { throw error(field, "must be milliseconds between 0 and 3600000") }
         return UInt64((ms * 1e6).rounded())
     }
 
-    func checkKeys(_ o: [String: Any], _ allowed: [String], _ prefix: String) throws(GatewayConfigurationError) {
+    func checkKeys(_ o: [String: JSONValue], _ allowed: [String], _ prefix: String) throws(GatewayConfigurationError) {
         for key in o.keys.sorted() where !allowed.contains(key) {
             throw error(prefix + key, "unknown field (expected one of \(allowed.joined(separator: ", ")))")
         }
     }
 
-    mutating func apply(_ o: [String: Any], to c: inout GatewayConfiguration) throws(GatewayConfigurationError) {
+    mutating func apply(_ o: [String: JSONValue], to c: inout GatewayConfiguration) throws(GatewayConfigurationError) {
         // "fcm" is read by FCMConfiguration (FCM/FCMConfiguration.swift).
         try checkKeys(o.filter { $0.key != "fcm" }, ["listen", "threads", "seed", "latency", "failures", "unregistered_fraction", "token_rate_limit",
                           "max_concurrent_streams", "streams_drop_on_error", "goaway", "drops", "token_length",
                           "require_topic", "token_topics", "not_for_topic_fraction", "disallowed_topics"], "")
         if let v = o["fcm"] { try c.fcm.applyScenario(v, path: path) }
         if let v = o["listen"] {
-            guard let s = v as? String else { throw error("listen", "must be a string HOST:PORT") }
+            guard let s = v.string else { throw error("listen", "must be a string HOST:PORT") }
             do throws(GatewayConfigurationError) {
                 (c.host, c.port) = try GatewayConfiguration.listenAddress(s, "--listen")
             } catch { throw self.error("listen", innerMessage(error)) }
@@ -339,14 +333,14 @@ private struct ScenarioReader {
         if let v = o["threads"] { c.threads = try integer(v, "threads", 1...64) }
         if let v = o["seed"] { c.givenSeed = UInt64(try integer(v, "seed", 0...Int.max)) }
         if let v = o["token_topics"] {
-            guard let file = v as? String else { throw error("token_topics", "must be a file name") }
+            guard let file = v.string else { throw error("token_topics", "must be a file name") }
             do throws(TokenFileError) { c.tokenTopics = try TokenTopics(path: file) } catch {
                 throw self.error("token_topics", error.description)
             }
         }
         if let v = o["not_for_topic_fraction"] { c.notForTopicFraction = try fraction(v, "not_for_topic_fraction") }
         if let v = o["disallowed_topics"] {
-            guard let list = v as? [String] else { throw error("disallowed_topics", "must be an array of topic strings") }
+            guard let list = v.array?.compactMap(\.string), list.count == v.array?.count else { throw error("disallowed_topics", "must be an array of topic strings") }
             do throws(GatewayConfigurationError) { c.disallowedTopics = try GatewayConfiguration.topicList(list.joined(separator: ","), "disallowed_topics") } catch {
                 throw self.error("disallowed_topics", innerMessage(error))
             }
@@ -389,7 +383,7 @@ private struct ScenarioReader {
                 c.goawayAfterSeconds = d
             }
             if let s = g["reason"] {
-                guard let name = s as? String, let r = APNsReason(rawValue: name) else {
+                guard let name = s.string, let r = APNsReason(rawValue: name) else {
                     throw error("goaway.reason", "must be an APNs reason string (e.g. \"Shutdown\")")
                 }
                 c.goawayReason = r
@@ -402,7 +396,7 @@ private struct ScenarioReader {
             if let s = d["after_streams"] { c.dropAfterStreams = try integer(s, "drops.after_streams", 1...Int.max) }
         }
         if let v = o["token_length"] {
-            if let s = v as? String {
+            if let s = v.string {
                 do throws(GatewayConfigurationError) { c.tokenLength = try GatewayConfiguration.tokenLength(s) } catch { throw self.error("token_length", innerMessage(error)) }
             } else {
                 let n = try integer(v, "token_length", 2...1024)
@@ -413,8 +407,8 @@ private struct ScenarioReader {
         if let v = o["require_topic"] { c.requireTopic = try bool(v, "require_topic") }
     }
 
-    func latency(_ v: Any) throws(GatewayConfigurationError) -> LatencyDistribution {
-        if let s = v as? String {
+    func latency(_ v: JSONValue) throws(GatewayConfigurationError) -> LatencyDistribution {
+        if let s = v.string {
             do throws(GatewayConfigurationError) { return try GatewayConfiguration.latency(spec: s) } catch { throw self.error("latency", innerMessage(error)) }
         }
         let l = try object(v, "latency")
@@ -425,7 +419,7 @@ private struct ScenarioReader {
             return n == 0 ? .none : .fixed(nanos: n)
         }
         if let u = l["uniform_ms"] {
-            guard let pair = u as? [Any], pair.count == 2 else { throw error("latency.uniform_ms", "needs two numbers [min, max]") }
+            guard let pair = u.array, pair.count == 2 else { throw error("latency.uniform_ms", "needs two numbers [min, max]") }
             let lo = try milliseconds(pair[0], "latency.uniform_ms[0]"), hi = try milliseconds(pair[1], "latency.uniform_ms[1]")
             guard lo <= hi else { throw error("latency.uniform_ms", "the minimum is above the maximum") }
             return .uniform(minNanos: lo, maxNanos: hi)
@@ -446,9 +440,4 @@ private struct ScenarioReader {
 private func innerMessage(_ e: GatewayConfigurationError) -> String {
     if let r = e.message.range(of: ": "), e.message.hasPrefix("--") { return String(e.message[r.upperBound...]) }
     return e.message
-}
-
-/// JSONSerialization gives NSNumber for both numbers and booleans; a boolean's type code is `c`.
-private func isBoolean(_ n: NSNumber) -> Bool {
-    n.objCType.pointee == 0x63
 }

@@ -50,18 +50,34 @@ public struct GatewayStats: Equatable, Sendable {
     /// The numbers as one JSON object with stable keys, e.g.
     /// `{"requests":3,"by_status":{"200":2,"410":1},"by_reason":{"Unregistered":1},"bytes_in":300,…}`.
     public var json: String {
-        func object<K: Comparable>(_ d: [K: UInt64], _ key: (K) -> String) -> String {
-            "{" + d.keys.sorted().map { "\"\(key($0))\":\(d[$0]!)" }.joined(separator: ",") + "}"
-        }
-        return "{\"requests\":\(requests),\"by_status\":\(object(byStatus) { String($0) })"
-            + ",\"by_reason\":\(object(byReason) { $0 }),\"bytes_in\":\(bytesIn)"
-            + ",\"connections_open\":\(connectionsOpen),\"connections_total\":\(connectionsTotal)"
-            + ",\"streams_open\":\(streamsOpen)"
-            + ",\"goaways\":\(goaways),\"drops\":\(drops)"
-            + (http1Requests == 0 ? "" : ",\"http1\":{\"requests\":\(http1Requests),\"refused\":\(http1Refused)}")
-            + (limits.isEmpty ? "" : ",\"limits\":\(object(limits) { $0 })")
-            + (delayedResponses == 0 ? "" : ",\"latency_injected\":{\"responses\":\(delayedResponses),\"seconds\":\(Double(injectedDelayNanos) / 1e9)}")
-            + (fcm.isEmpty ? "}" : ",\"fcm\":\(fcm.json)}")
+        JSONWriter.text { $0.object { o in
+            o.member("requests", requests)
+            o.member("by_status", sortedByKey: byStatus)
+            o.member("by_reason", sortedByKey: byReason)
+            o.member("bytes_in", bytesIn)
+            o.member("connections_open", connectionsOpen)
+            o.member("connections_total", connectionsTotal)
+            o.member("streams_open", streamsOpen)
+            o.member("goaways", goaways)
+            o.member("drops", drops)
+            if http1Requests != 0 {
+                o.member("http1") { h in
+                    h.member("requests", http1Requests)
+                    h.member("refused", http1Refused)
+                }
+            }
+            if !limits.isEmpty { o.member("limits", sortedByKey: limits) }
+            if delayedResponses != 0 {
+                o.member("latency_injected") { l in
+                    l.member("responses", delayedResponses)
+                    l.member("seconds", Double(injectedDelayNanos) / 1e9)
+                }
+            }
+            if !fcm.isEmpty {
+                o.key("fcm")
+                fcm.write(to: &o)
+            }
+        } }
     }
 }
 

@@ -11,16 +11,16 @@ import PushVocabulary
 public enum ProviderToken {
     /// A signed token, `header.claims.signature` in base64url, as Apple's documentation builds it.
     public static func sign(keyID: String, teamID: String, issuedAt: Int64, key: ES256PrivateKey) throws(CredentialError) -> String {
-        let header = Array("{\"alg\":\"ES256\",\"kid\":\"".utf8) + escaped(keyID) + Array("\"}".utf8)
-        let claims = Array("{\"iss\":\"".utf8) + escaped(teamID) + Array("\",\"iat\":\(issuedAt)}".utf8)
-        return try sign(header: header, claims: claims, key: key)
-    }
-
-    private static func escaped(_ text: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var t = text
-        t.withUTF8 { JSONWriting.appendEscaped(UnsafeRawBufferPointer($0), to: &out) }
-        return out
+        var header = JSONWriter(), claims = JSONWriter()
+        header.object { h in
+            h.member("alg", "ES256")
+            h.member("kid", keyID)
+        }
+        claims.object { c in
+            c.member("iss", teamID)
+            c.member("iat", issuedAt)
+        }
+        return try sign(header: header.bytes, claims: claims.bytes, key: key)
     }
 
     /// A token with any header and claims JSON (tests use it for the forms real clients send).

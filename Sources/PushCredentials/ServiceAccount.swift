@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// A Google service account as its JSON key file has it (what firebase-admin's
 /// `credentials.Certificate(path)` and google-auth read), and the signed assertion (an RS256 JWT) a
@@ -47,23 +48,27 @@ public struct ServiceAccount: Sendable, Equatable {
 
     /// Reads service-account JSON text; `source` names it in errors.
     public init(json: [UInt8], source: String) throws(CredentialError) {
-        guard let o = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any] else {
+        let parsed: JSONValue
+        do throws(JSONError) { parsed = try JSONValue.parse(json) } catch {
+            throw CredentialError("\(source):\(error.line):\(error.column): not valid JSON: \(error.code.reason) (expected a service-account key file)")
+        }
+        guard let o = parsed.object else {
             throw CredentialError("\(source): not a JSON object (expected a service-account key file)")
         }
         func field(_ name: String) throws(CredentialError) -> String {
-            guard let v = o[name] as? String, !v.isEmpty else {
+            guard let v = o[name]?.string, !v.isEmpty else {
                 throw CredentialError("\(source): field '\(name)' is missing or not a string (is this a service-account key file?)")
             }
             return v
         }
-        if let type = o["type"] as? String, type != "service_account" {
+        if let type = o["type"]?.string, type != "service_account" {
             throw CredentialError("\(source): field 'type' is '\(type)', expected 'service_account'")
         }
         projectID = try field("project_id")
         privateKeyID = try field("private_key_id")
         privateKeyPEM = try field("private_key")
         clientEmail = try field("client_email")
-        clientID = (o["client_id"] as? String) ?? ""
+        clientID = o["client_id"]?.string ?? ""
         tokenURI = try field("token_uri")
         guard tokenURI.hasPrefix("http://") || tokenURI.hasPrefix("https://") else {
             throw CredentialError("\(source): field 'token_uri' is '\(tokenURI)', not an http:// or https:// URL")
@@ -78,23 +83,8 @@ public struct ServiceAccount: Sendable, Equatable {
         return k
     }
 
-    /// The key file's JSON, in Google's field order (`type` first).
+    /// The key file's JSON, in Google's field order (`type` first), pretty-printed as Google writes it.
     public var json: String {
-        func q(_ s: String) -> String {
-            var out = "\""
-            for c in s.unicodeScalars {
-                switch c {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                default:
-                    if c.value < 0x20 { out += String(format: "\\u%04x", c.value) } else { out.unicodeScalars.append(c) }
-                }
-            }
-            return out + "\""
-        }
         let fields: [(String, String)] = [
             ("type", "service_account"), ("project_id", projectID), ("private_key_id", privateKeyID),
             ("private_key", privateKeyPEM), ("client_email", clientEmail), ("client_id", clientID),
@@ -104,16 +94,27 @@ public struct ServiceAccount: Sendable, Equatable {
                 + (clientEmail.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? clientEmail)),
             ("universe_domain", "googleapis.com"),
         ]
-        return "{\n" + fields.map { "  \(q($0.0)): \(q($0.1))" }.joined(separator: ",\n") + "\n}\n"
+        return JSONValue.object(fields.map { ($0.0, .string($0.1)) }).render()
     }
 
     /// The signed assertion google-auth sends: header `{"alg":"RS256","typ":"JWT","kid":<private_key_id>}`,
     /// claims `iat`, `exp` (iat + `lifetime`), `iss` (client_email), `aud` (``audience``), `scope`.
     public func assertion(issuedAt iat: Int64, lifetime: Int64 = 3600, scope: String = ServiceAccount.messagingScope,
                           audience: String = ServiceAccount.audience) throws(CredentialError) -> String {
-        let header = #"{"typ":"JWT","alg":"RS256","kid":"\#(privateKeyID)"}"#
-        let claims = #"{"iat":\#(iat),"exp":\#(iat + lifetime),"iss":"\#(clientEmail)","aud":"\#(audience)","scope":"\#(scope)"}"#
-        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        var header = JSONWriter(), claims = JSONWriter()
+        header.object { h in
+            h.member("typ", "JWT")
+            h.member("alg", "RS256")
+            h.member("kid", privateKeyID)
+        }
+        claims.object { c in
+            c.member("iat", iat)
+            c.member("exp", iat + lifetime)
+            c.member("iss", clientEmail)
+            c.member("aud", audience)
+            c.member("scope", scope)
+        }
+        let signingInput = Base64URL.encode(header.bytes) + "." + Base64URL.encode(claims.bytes)
         let signature = try key().sign(Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
     }

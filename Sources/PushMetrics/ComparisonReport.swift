@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// The title block of a report: run id plus a one-line configuration summary.
 public struct ReportTitle: Sendable {

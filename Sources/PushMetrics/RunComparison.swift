@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// Compares two runs' summaries metric by metric and decides whether NEW regressed (`pushbench compare`).
 ///

@@ -1,3 +1,5 @@
+import PushVocabulary
+
 /// The sections of summary.json a pushbench run writes after the core figures, typed. A section left
 /// nil is not written; ``ResultsWriter/summaryJSON(_:runID:)`` renders them in this order, after
 /// which come ``RunRecord/extra`` (what a reader kept of a file it had no type for) and the histograms.

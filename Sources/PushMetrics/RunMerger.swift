@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// Merges runs of several agents into one run (`pushbench merge`), exactly: whole-run histograms
 /// are added bucket by bucket, per-second histograms are added interval by interval after aligning

@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 
 /// summary.json `config.schedule`: the rate schedule of a run whose rate changes over time.
 public struct ScheduleSettings: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import PushVocabulary
+
 /// What `pushbench merge` checks of runs made by agents that each sent one segment of a run (`--segment
 /// I/N`): together they must cover every segment once, of one split, with the same schedule, payload and
 /// t0, or the merge would not be the run a single big enough agent would have made.

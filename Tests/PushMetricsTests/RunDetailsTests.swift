@@ -1,4 +1,5 @@
 import Foundation
+import PushVocabulary
 import Testing
 @testable import PushMetrics
 

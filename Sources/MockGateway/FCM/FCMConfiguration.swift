@@ -103,20 +103,20 @@ extension FCMConfiguration {
     ///     "fcm": {"topic_subscribers": {"news": 100000, "*": 1000}, "fanout_per_second": 10000,
     ///             "quota": {"messages": 600000, "window_seconds": 60}, "token_churn_per_second": 0.01,
     ///             "capture": 10, "failures": {"UNAVAILABLE": 0.01}, "apns_topic": "com.example.app"}
-    mutating func applyScenario(_ value: Any, path: String) throws(GatewayConfigurationError) {
+    mutating func applyScenario(_ value: JSONValue, path: String) throws(GatewayConfigurationError) {
         func error(_ field: String, _ why: String) -> GatewayConfigurationError {
             GatewayConfigurationError("scenario \(path): field 'fcm.\(field)': \(why)")
         }
-        func number(_ v: Any, _ field: String) throws(GatewayConfigurationError) -> Double {
-            guard let n = v as? NSNumber, n.objCType.pointee != 0x63, n.doubleValue.isFinite else { throw error(field, "must be a number") }
-            return n.doubleValue
+        func number(_ v: JSONValue, _ field: String) throws(GatewayConfigurationError) -> Double {
+            guard let n = v.number, n.isFinite else { throw error(field, "must be a number") }
+            return n
         }
-        func count(_ v: Any, _ field: String) throws(GatewayConfigurationError) -> Int {
+        func count(_ v: JSONValue, _ field: String) throws(GatewayConfigurationError) -> Int {
             let d = try number(v, field)
             guard d >= 0, d == d.rounded(), d < 1e15 else { throw error(field, "must be a whole number ≥ 0") }
             return Int(d)
         }
-        guard let o = value as? [String: Any] else {
+        guard let o = value.object else {
             throw GatewayConfigurationError("scenario \(path): field 'fcm': must be a JSON object")
         }
         let allowed = ["topic_subscribers", "fanout_per_second", "quota", "token_churn_per_second", "capture", "failures", "apns_topic"]
@@ -124,7 +124,7 @@ extension FCMConfiguration {
             throw error(key, "unknown field (expected one of \(allowed.joined(separator: ", ")))")
         }
         if let v = o["topic_subscribers"] {
-            guard let t = v as? [String: Any] else { throw error("topic_subscribers", "must be a JSON object of topic: count") }
+            guard let t = v.object else { throw error("topic_subscribers", "must be a JSON object of topic: count") }
             for (name, n) in t.sorted(by: { $0.key < $1.key }) {
                 let c = try count(n, "topic_subscribers.\(name)")
                 if name == "*" { defaultSubscribers = c; continue }
@@ -138,9 +138,9 @@ extension FCMConfiguration {
             fanoutPerSecond = r
         }
         if let v = o["quota"] {
-            guard let q = v as? [String: Any], let m = q["messages"] else { throw error("quota", "must be {\"messages\": N, \"window_seconds\": S}") }
+            guard let q = v.object, let m = q["messages"] else { throw error("quota", "must be {\"messages\": N, \"window_seconds\": S}") }
             let messages = try count(m, "quota.messages")
-            let window = try number(q["window_seconds"] ?? 60, "quota.window_seconds")
+            let window = try number(q["window_seconds"] ?? .int(60), "quota.window_seconds")
             guard messages >= 1, window > 0 else { throw error("quota", "needs messages ≥ 1 and window_seconds > 0") }
             quota = FCMQuota(messages: UInt64(messages), windowNanos: UInt64(window * 1e9))
         }
@@ -155,7 +155,7 @@ extension FCMConfiguration {
             capture = n
         }
         if let v = o["failures"] {
-            guard let f = v as? [String: Any] else { throw error("failures", "must be a JSON object of CODE: fraction") }
+            guard let f = v.object else { throw error("failures", "must be a JSON object of CODE: fraction") }
             failures = []
             for (name, fraction) in f.sorted(by: { $0.key < $1.key }) {
                 guard let code = FCMErrorCode(rawValue: name) else { throw error("failures.\(name)", "not an FCM error code (e.g. UNAVAILABLE)") }
@@ -165,7 +165,7 @@ extension FCMConfiguration {
             }
         }
         if let v = o["apns_topic"] {
-            guard let s = v as? String, !s.isEmpty, s.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            guard let s = v.string, !s.isEmpty, s.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
                 throw error("apns_topic", "must be a bundle id string")
             }
             appleTopic = s

@@ -44,17 +44,41 @@ public struct FCMStats: Equatable, Sendable {
 
     /// The numbers as a JSON object.
     public var json: String {
-        let codes = "{" + byCode.keys.sorted().map { "\"\($0)\":\(byCode[$0]!)" }.joined(separator: ",") + "}"
-        return "{\"requests\":\(requests),\"messages_accepted\":\(messagesAccepted),\"validate_only\":\(validatedOnly)"
-            + ",\"topic_messages\":\(topicMessages),\"device_deliveries\":\(deviceDeliveries)"
-            + ",\"fanout_pending\":\(fanoutPending),\"by_code\":\(codes)"
-            + ",\"churned_tokens\":\(churnedTokens),\"churn_refusals\":\(churnRefusals)"
-            + (tokenRequests == 0 ? "" : ",\"oauth\":{\"token_requests\":\(tokenRequests),\"tokens_issued\":\(tokensIssued),\"refused\":\(tokenRefusals)}")
-            + ",\"captured\":\(captureJSON)}"
+        JSONWriter.text { write(to: &$0) }
+    }
+
+    /// Writes the numbers as a JSON object (the value of /stats' `"fcm"`).
+    func write(to w: inout JSONWriter) {
+        w.object { o in
+            o.member("requests", requests)
+            o.member("messages_accepted", messagesAccepted)
+            o.member("validate_only", validatedOnly)
+            o.member("topic_messages", topicMessages)
+            o.member("device_deliveries", deviceDeliveries)
+            o.member("fanout_pending", fanoutPending)
+            o.member("by_code", sortedByKey: byCode)
+            o.member("churned_tokens", churnedTokens)
+            o.member("churn_refusals", churnRefusals)
+            if tokenRequests != 0 {
+                o.member("oauth") { t in
+                    t.member("token_requests", tokenRequests)
+                    t.member("tokens_issued", tokensIssued)
+                    t.member("refused", tokenRefusals)
+                }
+            }
+            o.key("captured")
+            writeCaptured(to: &o)
+        }
     }
 
     /// The captured pushes as a JSON array (what the load generator writes to capture.json).
-    public var captureJSON: String { "[" + captured.map(\.json).joined(separator: ",") + "]" }
+    public var captureJSON: String {
+        JSONWriter.text { writeCaptured(to: &$0) }
+    }
+
+    private func writeCaptured(to w: inout JSONWriter) {
+        w.array { a in for push in captured { push.write(to: &a) } }
+    }
 }
 
 /// One Apple push FCM would have sent: the APNs headers and the payload.
@@ -77,20 +101,17 @@ public struct FCMCapturedPush: Equatable, Sendable {
 
     /// `{"name":…,"target":…,"headers":{…},"payload":{…}}`.
     public var json: String {
-        func q(_ s: String) -> String {
-            var o = "\""
-            for u in s.unicodeScalars {
-                switch u {
-                case "\"": o += "\\\""
-                case "\\": o += "\\\\"
-                case _ where u.value < 0x20: o += "\\u00" + (u.value < 16 ? "0" : "") + String(u.value, radix: 16)
-                default: o.unicodeScalars.append(u)
-                }
-            }
-            return o + "\""
+        JSONWriter.text { write(to: &$0) }
+    }
+
+    func write(to w: inout JSONWriter) {
+        w.object { o in
+            o.member("name", name)
+            o.member("target", target)
+            o.member("headers") { h in for (k, v) in headers { h.member(k, v) } }
+            o.key("payload")
+            o.raw(payload)
         }
-        let h = headers.map { "\(q($0.0)):\(q($0.1))" }.joined(separator: ",")
-        return "{\"name\":\(q(name)),\"target\":\(q(target)),\"headers\":{\(h)},\"payload\":\(payload)}"
     }
 }
 

@@ -1,5 +1,5 @@
-import Foundation
 import PushCredentials
+import PushVocabulary
 
 /// How the FCM route checks `authorization: Bearer <token>` (`--fcm-auth`).
 public enum FCMAuthMode: String, Sendable, Equatable, CaseIterable, CustomStringConvertible {
@@ -103,7 +103,13 @@ struct OAuthTokenEndpoint {
         serial &+= 1
         let lifetime = configuration.accessTokenLifetimeSeconds
         let token = tokens.issue(expiryMillis: nowMillis + Int64(lifetime) * 1000, serial: serial)
-        return (200, "{\"access_token\":\"\(token)\",\"expires_in\":\(lifetime),\"token_type\":\"Bearer\"}")
+        var w = JSONWriter()
+        w.object { o in
+            o.member("access_token", token)
+            o.member("expires_in", lifetime)
+            o.member("token_type", "Bearer")
+        }
+        return (200, w.text)
     }
 
     static let shortLived = "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim."
@@ -113,14 +119,14 @@ struct OAuthTokenEndpoint {
         let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
               let signature = Base64URL.decode(parts[2]),
-              let header = (try? JSONSerialization.jsonObject(with: Data(headerBytes))) as? [String: Any],
-              let claims = (try? JSONSerialization.jsonObject(with: Data(claimBytes))) as? [String: Any] else {
+              let header = (try? JSONValue.parse(headerBytes))?.object,
+              let claims = (try? JSONValue.parse(claimBytes))?.object else {
             return ("invalid_grant", "Invalid JWT: the assertion is not three base64url parts with JSON header and claims.")
         }
-        guard header["alg"] as? String == "RS256" else {
+        guard header["alg"]?.string == "RS256" else {
             return ("invalid_grant", "Invalid JWT: the signing algorithm must be RS256.")
         }
-        guard let iss = claims["iss"] as? String, !iss.isEmpty else {
+        guard let iss = claims["iss"]?.string, !iss.isEmpty else {
             return ("invalid_grant", "Invalid JWT: No issuer (iss) claim.")
         }
         guard let iat = Self.seconds(claims["iat"]), let exp = Self.seconds(claims["exp"]) else {
@@ -133,27 +139,31 @@ struct OAuthTokenEndpoint {
                 return ("invalid_grant", "Invalid JWT Signature.")
             }
         }
-        guard claims["aud"] as? String == ServiceAccount.audience else {
+        guard claims["aud"]?.string == ServiceAccount.audience else {
             return ("invalid_grant", "Invalid JWT: Failed audience check. The right audience is \(ServiceAccount.audience)")
         }
         // Google allows a few minutes of clock skew on iat.
         let now = Double(nowMillis) / 1000
         guard exp > iat, exp - iat <= 3600, exp > now, iat <= now + 300 else { return ("invalid_grant", Self.shortLived) }
-        guard let scope = claims["scope"] as? String, !scope.isEmpty else {
+        guard let scope = claims["scope"]?.string, !scope.isEmpty else {
             return ("invalid_scope", "Empty or missing scope not allowed.")
         }
         return nil
     }
 
-    private static func seconds(_ v: Any?) -> Double? {
-        if let n = v as? NSNumber, n.objCType.pointee != 0x63 { return n.doubleValue }
-        if let s = v as? String { return Double(s) }
+    private static func seconds(_ v: JSONValue?) -> Double? {
+        if let n = v?.number { return n }
+        if let s = v?.string { return Double(s) }
         return nil
     }
 
     private static func error(_ status: UInt16, _ error: String, _ description: String) -> (UInt16, String) {
-        func q(_ s: String) -> String { s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") }
-        return (status, "{\"error\":\"\(q(error))\",\"error_description\":\"\(q(description))\"}")
+        var w = JSONWriter()
+        w.object { o in
+            o.member("error", error)
+            o.member("error_description", description)
+        }
+        return (status, w.text)
     }
 
     /// An `application/x-www-form-urlencoded` body as name → value (the last of a repeated name wins).

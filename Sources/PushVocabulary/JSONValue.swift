@@ -1,8 +1,7 @@
-import Foundation
-import PushVocabulary
-
 /// A JSON value whose objects keep their key order, so summary.json reads in the order of the
-/// design's contract. Parsing and printing are self-contained (no JSONSerialization number quirks).
+/// design's contract: the project's one general JSON reader (built on ``JSONTape``) for files and
+/// answers read off the request path, with a pretty printer for results files. Compact text is
+/// written with ``JSONWriter``.
 public enum JSONValue: Equatable, Sendable {
     /// `null`.
     case null
@@ -76,6 +75,25 @@ public enum JSONValue: Equatable, Sendable {
     public var members: [(String, JSONValue)] {
         if case .object(let m) = self { return m }
         return []
+    }
+
+    /// The members of an object by name, a repeated name keeping its last value; `nil` when this is
+    /// not an object.
+    public var object: [String: JSONValue]? {
+        guard case .object(let m) = self else { return nil }
+        return Dictionary(m, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The elements of an array, or `nil` when this is not one.
+    public var array: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    /// The value as a boolean, if it is one.
+    public var bool: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
     }
 
     /// Sets (or appends) member `key` of an object.
@@ -155,18 +173,11 @@ public enum JSONValue: Equatable, Sendable {
         }
     }
 
-    /// Shortest decimal that round-trips, never exponent-free garbage: NaN/inf become null.
-    static func format(_ d: Double) -> String {
-        guard d.isFinite else { return "null" }
-        if d == d.rounded() && abs(d) < 1e15 { return String(format: "%.1f", d) }
-        return "\(d)"
-    }
+    static func format(_ d: Double) -> String { JSONWriter.format(d) }
 
     static func quote(_ s: String, into out: inout String) {
-        var utf8: [UInt8] = [0x22]
-        var s = s
-        s.withUTF8 { JSONWriting.appendEscaped(UnsafeRawBufferPointer($0), to: &utf8) }
-        utf8.append(0x22)
+        var utf8: [UInt8] = []
+        JSONWriter.appendQuoted(s, to: &utf8)
         out += String(decoding: utf8, as: UTF8.self)
     }
 
@@ -174,14 +185,25 @@ public enum JSONValue: Equatable, Sendable {
 
     /// Parses JSON text (strict RFC 8259, the project's one JSON reader). A mistake throws the
     /// ``JSONError`` that says where (`line:column: reason`).
-    public static func parse(_ text: String) throws -> JSONValue {
+    public static func parse(_ text: String) throws(JSONError) -> JSONValue {
         var text = text
+        return try text.withUTF8 { read(UnsafeRawBufferPointer($0)) }.get()
+    }
+
+    /// Parses JSON bytes (UTF-8); a mistake throws the ``JSONError`` that says where.
+    public static func parse(_ bytes: [UInt8]) throws(JSONError) -> JSONValue {
+        try bytes.withUnsafeBytes { read($0) }.get()
+    }
+
+    /// Parses JSON bytes (UTF-8); a mistake throws the ``JSONError`` that says where.
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONError) -> JSONValue {
+        try read(bytes).get()
+    }
+
+    private static func read(_ bytes: UnsafeRawBufferPointer) -> Result<JSONValue, JSONError> {
         var tape = JSONTape()
-        return try text.withUTF8 { utf8 in
-            let bytes = UnsafeRawBufferPointer(utf8)
-            if let error = tape.parse(bytes) { throw error }
-            return value(at: tape.root, tape, bytes)
-        }
+        if let error = tape.parse(bytes) { return .failure(error) }
+        return .success(value(at: tape.root, tape, bytes))
     }
 
     private static func value(at index: Int, _ tape: JSONTape, _ bytes: UnsafeRawBufferPointer) -> JSONValue {
