@@ -77,7 +77,7 @@ private func threadCPUNanos() -> UInt64 {
 
 /// ns and allocations per decision on a request with the usual APNs headers and the default payload.
 private func decisionCost(_ config: GatewayConfiguration, requests: Int) -> (Double, Double) {
-    var machine = GatewayStateMachine(configuration: config)
+    let machine = GatewayStateMachine(configuration: config)
     var connection = machine.connectionOpened(now: 1)
     let fields: [(String, String)] = [
         (":method", "POST"), (":path", "/3/device/" + String(repeating: "ab", count: 32)), (":scheme", "http"),

@@ -50,10 +50,10 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var tokenLength = 64...200
     /// Which topics listed device tokens belong to (`--token-topics FILE`); a listed token sent with another
     /// topic is answered 400 DeviceTokenNotForTopic.
-    public var tokenTopics: TokenTopics?
+    public var tokenTopics: TokenTopics? { didSet { updateChecksTokenTopics() } }
     /// Fraction of device tokens, among those `tokenTopics` does not list, answered 400 DeviceTokenNotForTopic
     /// (`--not-for-topic`), chosen by token hash and `seed`.
-    public var notForTopicFraction = 0.0
+    public var notForTopicFraction = 0.0 { didSet { updateChecksTokenTopics() } }
     /// Topics answered 400 TopicDisallowed (`--disallowed-topics`).
     public var disallowedTopics: [String] = []
     /// Whether a missing `apns-topic` is answered 400 MissingTopic (`--topic-optional` turns it off,
@@ -149,7 +149,10 @@ public struct GatewayConfiguration: Equatable, Sendable {
     }
 
     /// Whether the token/topic checks are on at all (so a request's token hash is worth computing).
-    var checksTokenTopics: Bool { tokenTopics != nil || notForTopicFraction > 0 }
+    /// Kept in step with `tokenTopics` and `notForTopicFraction` rather than computed: it is read per
+    /// request, and reading `tokenTopics` copies the table's references.
+    private(set) var checksTokenTopics = false
+    private mutating func updateChecksTokenTopics() { checksTokenTopics = tokenTopics != nil || notForTopicFraction > 0 }
 
     /// A listed token (`tokenTopics`) is checked against its topics when the request has a topic; any other
     /// token is in the `notForTopicFraction` picked by its hash mixed with `seed` (a set apart from the

@@ -151,6 +151,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
             entry = ConnectionEntry(state: machine.connectionOpened(now: loop.now))
         }
         connections[connection.id] = entry
+        connection.context = entry
         if let deadline = entry.state.goawayDeadline {
             let id = connection.id
             let timer = LoopTimer(loop: loop) { [unowned self, unowned connection] in
@@ -178,6 +179,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
     }
 
     func server(_ server: HTTP2Server, connectionDidClose connection: HTTP2ServerConnection, error: TransportError) {
+        connection.context = nil
         if let entry = connections.removeValue(forKey: connection.id) {
             entry.timer = nil
             machine.connectionClosed()
@@ -195,22 +197,26 @@ final class GatewayLoop: HTTP2ServerDelegate {
         }
         parsed.body = request.body
         let connection = request.connection
-        guard let entry = connections[connection.id] else { return }
-        act(machine.handle(parsed, connection: &entry.state, now: request.receivedAt),
-            .http2(connection, streamID: request.streamID), receivedAt: request.receivedAt)
+        guard let context = connection.context else { return }
+        let entry = unsafeDowncast(context, to: ConnectionEntry.self)
+        var response = GatewayResponse(status: 200, apnsID: .unset)
+        let decision = machine.decide(parsed, connection: &entry.state, now: request.receivedAt, response: &response)
+        act(decision, response, .http2(connection, streamID: request.streamID), receivedAt: request.receivedAt)
     }
 
-    /// Does what the state machine decided for a request from `target`.
+    /// Does what the state machine decided for a request from `target`; `response` is the push response
+    /// it wrote (unused by the other decisions).
     @inline(__always)
-    private func act(_ action: GatewayAction, _ target: ResponseTarget, receivedAt: UInt64) {
-        switch action {
-        case .respond(let response):
+    private func act(_ decision: GatewayDecision, _ response: borrowing GatewayResponse, _ target: ResponseTarget,
+                     receivedAt: UInt64) {
+        switch decision {
+        case .respond:
             switch target {
             case .http2(let connection, let stream): send(response, on: connection, stream: stream)
             case .http1(let connection, let sequence): send(response, on: connection, sequence: sequence)
             }
-        case .respondLater(let delay, let response):
-            let item = DelayedResponse(target: target, response: response)
+        case .respondLater(let delay):
+            let item = DelayedResponse(target: target, response: copy response)
             if delayed.insert(item, deadline: receivedAt &+ delay) { arm(receivedAt &+ delay) }
         case .stats:
             var json = GatewayStats(summing: allCounters).json
@@ -254,16 +260,20 @@ final class GatewayLoop: HTTP2ServerDelegate {
     // MARK: HTTP/1.1
 
     func server(_ server: HTTP2Server, http1ConnectionDidOpen connection: HTTP1ServerConnection) {
-        connections[connection.id] = ConnectionEntry(state: machine.connectionOpened(now: loop.now))
+        let entry = ConnectionEntry(state: machine.connectionOpened(now: loop.now))
+        connections[connection.id] = entry
+        connection.context = entry
     }
 
     func server(_ server: HTTP2Server, http1ConnectionDidClose connection: HTTP1ServerConnection, error: TransportError) {
+        connection.context = nil
         if connections.removeValue(forKey: connection.id) != nil { machine.connectionClosed() }
     }
 
     func server(_ server: HTTP2Server, didReceive request: HTTP1ServerRequest) {
         let connection = request.connection
-        guard let entry = connections[connection.id] else { return }
+        guard let context = connection.context else { return }
+        let entry = unsafeDowncast(context, to: ConnectionEntry.self)
         machine.counters.countHTTP1Request()
         if machine.route(method: request.method, path: request.path) == .apns {
             refuseAPNsOverHTTP1(request)
@@ -280,8 +290,9 @@ final class GatewayLoop: HTTP2ServerDelegate {
             i += 1
         }
         parsed.body = request.body
-        act(machine.handle(parsed, connection: &entry.state, now: request.receivedAt),
-            .http1(connection, sequence: request.sequence), receivedAt: request.receivedAt)
+        var response = GatewayResponse(status: 200, apnsID: .unset)
+        let decision = machine.decide(parsed, connection: &entry.state, now: request.receivedAt, response: &response)
+        act(decision, response, .http1(connection, sequence: request.sequence), receivedAt: request.receivedAt)
     }
 
     /// APNs is HTTP/2 only, and answers an HTTP/1.1 request as an HTTP/2 server answers a client that
@@ -342,19 +353,19 @@ final class GatewayLoop: HTTP2ServerDelegate {
                     let n = Self.writeReasonWithTimestamp(reasonBody(reason), ts, into: out)
                     _ = connection.respond(to: stream, status: Int(response.status),
                                            body: UnsafeRawBufferPointer(rebasing: out[0..<n])) { h in
-                        id.withBytes { h.addNeverIndexed("apns-id", $0) }
+                        id.withBytes { h.addUnique("apns-id", $0) }
                         h.add("content-type", "application/json")
                     }
                 }
             } else {
                 _ = connection.respond(to: stream, status: Int(response.status), borrowingBody: reasonBody(reason)) { h in
-                    id.withBytes { h.addNeverIndexed("apns-id", $0) }
+                    id.withBytes { h.addUnique("apns-id", $0) }
                     h.add("content-type", "application/json")
                 }
             }
         } else {
             _ = connection.respond(to: stream, status: Int(response.status)) { h in
-                id.withBytes { h.addNeverIndexed("apns-id", $0) }
+                id.withBytes { h.addUnique("apns-id", $0) }
             }
         }
         if let n = response.maxConcurrentStreams { connection.updateSettings(maxConcurrentStreams: Int(n)) }
@@ -398,7 +409,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
         let now = loop.now
         while let due = delayed.popDue(now: now) {
             machine.counters.countDelayedSent()
-            act(.respond(due.response), due.target, receivedAt: now)
+            act(.respond, due.response, due.target, receivedAt: now)
         }
         if let next = delayed.nextDeadline { arm(next) }
     }

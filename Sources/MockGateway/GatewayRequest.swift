@@ -149,6 +149,10 @@ public struct APNsID: Equatable, Sendable, CustomStringConvertible {
         withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: text[0..<36])) }
     }
 
+    /// No id yet (all bytes zero): a placeholder the state machine overwrites.
+    static let unset = APNsID()
+    private init() {}
+
     /// A random (version 4) UUID in lower case from two random words.
     public init(random a: UInt64, _ b: UInt64) {
         // Version 4 and variant 10xx bits, as RFC 9562 asks.

@@ -47,6 +47,23 @@ public enum GatewayAction: Equatable, Sendable {
     case drop
 }
 
+/// What ``GatewayStateMachine/decide(_:connection:now:response:)`` decided; the push response itself is
+/// written to the caller's ``GatewayResponse`` rather than carried here, so it is not copied per request.
+public enum GatewayDecision: Equatable, Sendable {
+    /// Answer now with the response written.
+    case respond
+    /// Answer with the response written after `delayNanos`.
+    case respondLater(delayNanos: UInt64)
+    /// Answer `GET /stats`.
+    case stats
+    /// Answer `GET /metrics`.
+    case metrics
+    /// Answer the OAuth2 token endpoint with `status` and the JSON `body`.
+    case oauthToken(status: UInt16, body: String)
+    /// Close the TCP connection abruptly.
+    case drop
+}
+
 /// Where a request goes, by its method and path (``GatewayStateMachine/route(method:path:)``).
 public enum GatewayRoute: Sendable, Equatable {
     /// `POST /3/device/<token>` and every path no other route takes: the APNs provider API.
@@ -89,12 +106,15 @@ public struct GatewayConnectionState: Sendable {
 /// unregistered token → token not for the topic → authentication → empty payload → size → JSON object;
 /// then the behaviours (rate limit, injected failures, latency).
 ///
+/// A class, not a struct: it is large (the configuration, the FCM engine), and its requests' helpers
+/// would otherwise copy all of it per request.
+///
 /// ```swift
-/// var machine = GatewayStateMachine(configuration: config, counters: counters)
+/// let machine = GatewayStateMachine(configuration: config, counters: counters)
 /// var conn = machine.connectionOpened(now: now)
 /// switch machine.handle(request, connection: &conn, now: now) { case .respond(let r): … }
 /// ```
-public struct GatewayStateMachine {
+public final class GatewayStateMachine {
     /// The configuration in force.
     public let configuration: GatewayConfiguration
     /// This loop's counters (read by /stats from any thread).
@@ -177,13 +197,28 @@ public struct GatewayStateMachine {
             if equals(path, "/stats") { return .stats }
             if equals(path, "/metrics") { return .metrics }
         }
-        if fcm.isTokenPath(path) { return .oauthToken }
+        if FCMEngine.isTokenPath(path, in: configuration.fcm.tokenPaths) { return .oauthToken }
         return .apns
     }
 
     /// Decides the answer to `request`.
-    public mutating func handle(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState,
+    public func handle(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState,
                                 now: UInt64) -> GatewayAction {
+        var response = GatewayResponse(status: 200, apnsID: .unset)
+        switch decide(request, connection: &connection, now: now, response: &response) {
+        case .respond: return .respond(response)
+        case .respondLater(let delay): return .respondLater(delayNanos: delay, response)
+        case .stats: return .stats
+        case .metrics: return .metrics
+        case .oauthToken(let status, let body): return .oauthToken(status: status, body: body)
+        case .drop: return .drop
+        }
+    }
+
+    /// ``handle(_:connection:now:)`` for the event loop: the push response is written to `response`
+    /// (all of it: nothing of a previous request is left) instead of travelling inside the action.
+    public func decide(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState,
+                                now: UInt64, response: inout GatewayResponse) -> GatewayDecision {
         let route = route(method: request.method, path: request.path)
         if route == .stats { return .stats }
         if route == .metrics { return .metrics }
@@ -197,13 +232,17 @@ public struct GatewayStateMachine {
         if let n = configuration.dropAfterStreams, connection.streams >= n { return drop() }
         if configuration.dropRate > 0, random.unit() < configuration.dropRate { return drop() }
 
-        var id: APNsID
+        response.status = 200
+        response.reason = nil
         if let text = request.apnsID, let valid = APNsID(validating: text) {
-            id = valid
+            response.apnsID = valid
         } else {
-            id = APNsID(random: ids.next(), ids.next())
+            response.apnsID = APNsID(random: ids.next(), ids.next())
         }
-        var response = GatewayResponse(status: 200, apnsID: id)
+        response.timestampMillis = nil
+        response.goaway = nil
+        response.maxConcurrentStreams = nil
+        response.fcm = nil
         if route == .fcm {
             let answer = fcm.decide(request, random: &random, now: now)
             response.status = answer.status
@@ -268,17 +307,17 @@ public struct GatewayStateMachine {
             let delay = configuration.latency.sample(&random)
             if delay > 0 {
                 counters.countDelay(nanos: delay)
-                return .respondLater(delayNanos: delay, response)
+                return .respondLater(delayNanos: delay)
             }
         }
-        return .respond(response)
+        return .respond
     }
 
-    private mutating func takeToken(hash: UInt64, now: UInt64) -> Bool {
+    private func takeToken(hash: UInt64, now: UInt64) -> Bool {
         buckets!.take(hash: hash, now: now)
     }
 
-    private func drop() -> GatewayAction {
+    private func drop() -> GatewayDecision {
         counters.connectionDropped()
         return .drop
     }

@@ -19,6 +19,9 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     let loop: EventLoop
     /// A number unique within the server (shared with its HTTP/2 connections).
     public let id: UInt64
+    /// Whatever the server's delegate keeps for this connection (its per-connection state), so a request
+    /// finds it without a lookup. The transport never reads it.
+    public var context: AnyObject?
     /// The server that accepted it (nil once the server is gone).
     public var server: HTTP2Server? { detached ? nil : owner }
     var transport: ByteTransport?

@@ -3,6 +3,9 @@ import CNGHTTP2
 /// Adds response header fields inside `HTTP2ServerConnection.respond` (copied into the stream's storage).
 public struct HTTP2ResponseHeaders: ~Copyable {
     let slot: UnsafeMutablePointer<ServerSlot>
+    /// The connection's note that a unique field's name is in the dynamic table (one name per connection:
+    /// a second name would only be Huffman-coded each time, still correct).
+    let uniqueNameIndexed: UnsafeMutablePointer<Bool>
 
     /// Adds a field (name must be lowercase).
     public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
@@ -12,14 +15,18 @@ public struct HTTP2ResponseHeaders: ~Copyable {
                                        valueOffset: Int32(vo), valueLength: Int32(value.count)))
     }
 
-    /// Adds a field whose value is never put in the HPACK dynamic table (sent as a literal): for a
-    /// value that is new on every response (e.g. `apns-id`), where indexing only churns the table.
-    public mutating func addNeverIndexed(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
+    /// Adds a field whose value is new on every response (e.g. `apns-id`). The value is sent as a literal
+    /// that is not indexed, so it does not churn the HPACK dynamic table; the name is indexed once per
+    /// connection, with the first such field, so later responses refer to it by index instead of
+    /// Huffman-coding it again.
+    public mutating func addUnique(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
         let no = slot.pointee.respStore.append(name.utf8Start, name.utf8CodeUnitCount)
         let vo = slot.pointee.respStore.append(value.baseAddress, value.count)
+        let indexNow = !uniqueNameIndexed.pointee
+        uniqueNameIndexed.pointee = true
         slot.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(name.utf8CodeUnitCount),
                                                valueOffset: Int32(vo), valueLength: Int32(value.count),
-                                               nvFlags: UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)))
+                                               nvFlags: indexNow ? 0 : UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)))
     }
 
     /// Adds a field with a static name.

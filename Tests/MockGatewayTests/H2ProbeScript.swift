@@ -8,7 +8,8 @@ Usage: h2probe.py PORT SPEC_JSON
 SPEC: {"requests": [{"headers": [[name, value], ...], "body": "text"}, ...],
        "sequential": false, "timeout": 10}
 Prints one JSON object: {"streams": {id: {...}}, "goaway": {...} | null, "settings": [...], "closed": bool}.
-Each stream: status, headers (list), data_frames, body, ended_on_headers, reset (error code or null).
+Each stream: status, headers (list), data_frames, body, ended_on_headers, reset (error code or null),
+never_indexed (names the server sent as never-indexed HPACK literals).
 """
 import json, socket, sys, time
 import h2.config, h2.connection, h2.events
@@ -34,7 +35,8 @@ def send(req):
         body = b'{"a":"' + b"x" * (req["body_size"] - 8) + b'"}'
 
     end = len(body) == 0
-    streams[sid] = {"status": None, "headers": [], "data_frames": 0, "body": "", "ended_on_headers": False, "reset": None}
+    streams[sid] = {"status": None, "headers": [], "data_frames": 0, "body": "", "ended_on_headers": False, "reset": None,
+                    "never_indexed": []}
     pending.add(sid)
     conn.send_headers(sid, [tuple(h) for h in req["headers"]], end_stream=end)
     if not end:
@@ -66,6 +68,7 @@ def pump():
         if isinstance(ev, h2.events.ResponseReceived):
             s = streams[ev.stream_id]
             s["headers"] = [[k, v] for k, v in ev.headers]
+            s["never_indexed"] = [h[0] for h in ev.headers if type(h).__name__ == "NeverIndexedHeaderTuple"]
             s["status"] = int(dict(ev.headers)[":status"])
             if ev.stream_ended is not None:
                 s["ended_on_headers"] = True

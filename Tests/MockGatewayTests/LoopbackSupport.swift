@@ -128,6 +128,8 @@ struct ProbeStream {
     var body: String
     var endedOnHeaders: Bool
     var reset: Int?
+    /// Names the server sent as never-indexed HPACK literals.
+    var neverIndexed: [String] = []
     func header(_ name: String) -> String? { headers.first { $0.0 == name }?.1 }
     func headerCount(_ name: String) -> Int { headers.filter { $0.0 == name }.count }
 }
@@ -169,7 +171,8 @@ func probe(port: Int, _ requests: [[String: Any]], sequential: Bool = false, lin
         return ProbeStream(status: s["status"] as? Int,
                            headers: (s["headers"] as! [[String]]).map { ($0[0], $0[1]) },
                            dataFrames: s["data_frames"] as! Int, body: s["body"] as! String,
-                           endedOnHeaders: s["ended_on_headers"] as! Bool, reset: s["reset"] as? Int)
+                           endedOnHeaders: s["ended_on_headers"] as! Bool, reset: s["reset"] as? Int,
+                           neverIndexed: s["never_indexed"] as? [String] ?? [])
     }
     var goaway: (Int, Int, String)?
     if let g = o["goaway"] as? [String: Any] {

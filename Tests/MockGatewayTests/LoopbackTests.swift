@@ -4,6 +4,18 @@ import MockGateway
 
 /// The gateway over real sockets: the python h2 probe sees every frame, curl and h2load act as clients.
 @Suite(.serialized) struct LoopbackTests {
+    /// apns-id is new on every response: only the first one on a connection goes into the HPACK dynamic
+    /// table (so later ones refer to its name by index), and every later value is a never-indexed literal.
+    @Test func apnsIDNameIsIndexedOnceAndLaterValuesAreLiterals() throws {
+        try withGateway { gateway in
+            let r = try probe(port: gateway.port, [probeRequest(), probeRequest(), probeRequest()], sequential: true)
+            #expect(r.streams.count == 3 && r.streams.allSatisfy { $0.status == 200 })
+            #expect(!r.streams[0].neverIndexed.contains("apns-id"))
+            #expect(r.streams[1].neverIndexed == ["apns-id"] && r.streams[2].neverIndexed == ["apns-id"])
+            #expect(Set(r.streams.compactMap { $0.header("apns-id") }).count == 3, "each response has its own id")
+        }
+    }
+
     @Test func successIsOneHeadersFrameAndErrorsAreHeadersPlusOneDataFrame() throws {
         try withGateway { gateway in
             #expect(gateway.port > 0 && gateway.host == "127.0.0.1")

@@ -162,7 +162,7 @@ func temporaryFile(_ name: String, _ text: String) throws -> (path: String, remo
 @Suite struct GeneratedIdentifierTests {
     func firstIDs(_ flags: [String]) throws -> (apns: [String], fcm: String) {
         let config = try GatewayConfiguration.parse(flags)
-        var machine = GatewayStateMachine(configuration: config, loopIndex: 0, counters: GatewayCounters(),
+        let machine = GatewayStateMachine(configuration: config, loopIndex: 0, counters: GatewayCounters(),
                                           clock: GatewayClock(wallMillis: 1_700_000_000_000, monotonicNanos: 0))
         var connection = machine.connectionOpened(now: 1)
         var apns: [String] = []

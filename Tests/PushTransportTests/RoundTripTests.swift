@@ -138,7 +138,7 @@ import Testing
         final class NoIndex: HTTP2ServerDelegate {
             func server(_ server: HTTP2Server, didReceive r: HTTP2ServerRequest) {
                 let id = r.headers.first(named: "apns-id")!
-                r.connection.respond(to: r.streamID, status: 200) { h in h.addNeverIndexed("apns-id", id) }
+                r.connection.respond(to: r.streamID, status: 200) { h in h.addUnique("apns-id", id) }
             }
         }
         let loop = try EventLoop()

@@ -91,14 +91,16 @@ struct FCMEngine {
 
     // MARK: the OAuth2 token endpoint
 
-    /// Whether `path` is one the token endpoint answers on.
+    /// Whether `path` is one of `paths`, the token endpoint's (`/token` and each `--fcm-token-path`).
+    /// Static, so a caller holding the engine in a class does not copy the engine to ask.
     @inline(__always)
-    func isTokenPath(_ path: UnsafeRawBufferPointer) -> Bool {
-        let paths = configuration.fcm.tokenPaths
+    static func isTokenPath(_ path: UnsafeRawBufferPointer, in paths: [String]) -> Bool {
         var i = 0
         while i < paths.count {
-            var p = paths[i]
-            if p.withUTF8({ path.elementsEqual(UnsafeRawBufferPointer($0)) }) { return true }
+            if paths[i].utf8.count == path.count {
+                var p = paths[i]
+                if p.withUTF8({ path.elementsEqual(UnsafeRawBufferPointer($0)) }) { return true }
+            }
             i += 1
         }
         return false
