@@ -138,6 +138,30 @@ import Testing
         #expect(received >= PushbenchBinary.int(s, "requests", "completed") && received <= sent, "\(gateway)")
     }
 
+    @Test(arguments: [true, false])
+    func aSegmentSendsTheSingleRunsTokensAndMessageIDs(http1: Bool) throws {
+        // The embedded gateway captures the Apple push of each FCM message, with the message's data (the default
+        // template's {{message_id}}) and its token; one connection keeps the capture in request order.
+        func captured(_ extra: [String]) throws -> [String] {
+            let out = PushbenchBinary.tempDir()
+            defer { try? FileManager.default.removeItem(at: out) }
+            let r = try PushbenchBinary.run(["--protocol", "fcm", "--requests", "6", "--rps", "200", "--connections", "1", "--streams", "1",
+                                             "--capture", "10", "--out", out.path, "--quiet"] + (http1 ? ["--http1"] : []) + extra)
+            #expect(r.status == 0, "\(r.err)")
+            let data = try Data(contentsOf: out.appendingPathComponent("latest/capture.json"))
+            let pushes = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])
+            return pushes.map { p in
+                let payload = p["payload"] as? [String: Any] ?? [:]
+                return "\(p["target"] ?? "?") \(payload["message_id"] ?? "?")"
+            }
+        }
+        let single = try captured([])
+        #expect(single.count == 6 && Set(single).count == 6, "\(single)")
+        let start = String(format: "%.3f", Date().timeIntervalSince1970 + 1.5)
+        let segment = try captured(["--segment", "1/2", "--start-at", start])
+        #expect(segment == [single[1], single[3], single[5]], "\(segment) against \(single)")
+    }
+
     @Test func badCredentialsAreOneLineBeforeAnyTraffic() throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
