@@ -43,10 +43,14 @@ public struct CapacityStep: Sendable, Equatable {
     /// Why the sender itself could not keep this rate (its own backlog with streams free, or its CPU
     /// saturated), or nil when it kept up: such a step says nothing about the target.
     public var senderLimit: String?
+    /// Why the rate was not kept though the sender kept up (every stream busy, or the answers slower than
+    /// the rate), or nil when it was kept.
+    public var rateNotKept: String?
 
     /// A step; see the properties.
     public init(rate: Int, achievedRPS: Double, p50: Int64, p99: Int64, p999: Int64, latencyAt: [Double: Int64] = [:],
-                errorRate: Double, senderLimit: String? = nil) {
+                errorRate: Double, senderLimit: String? = nil, rateNotKept: String? = nil) {
+        self.rateNotKept = rateNotKept
         self.rate = rate
         self.achievedRPS = achievedRPS
         self.p50 = p50
@@ -68,14 +72,19 @@ public enum CapacityVerdict: Sendable, Equatable {
     case errors(String)
     /// The sender itself fell behind: the step measured the sender, not the target.
     case sender(String)
+    /// The rate was not kept although the sender kept up: the target answered too slowly for the step's
+    /// streams, or not at that rate. A rate the target did not take is not held, whatever the latency
+    /// objective (a loose one would otherwise pass a step that fell short).
+    case rate(String)
 
-    /// `held`, `objective`, `errors` or `sender` (capacity.json).
+    /// `held`, `objective`, `errors`, `sender` or `rate` (capacity.json).
     public var name: String {
         switch self {
         case .held: "held"
         case .objective: "objective"
         case .errors: "errors"
         case .sender: "sender"
+        case .rate: "rate"
         }
     }
 
@@ -83,7 +92,7 @@ public enum CapacityVerdict: Sendable, Equatable {
     public var why: String {
         switch self {
         case .held: ""
-        case .objective(let s), .errors(let s), .sender(let s): s
+        case .objective(let s), .errors(let s), .sender(let s), .rate(let s): s
         }
     }
 }
@@ -155,6 +164,7 @@ public struct CapacitySearch: Sendable {
     public func verdict(_ step: CapacityStep) -> CapacityVerdict {
         let rate = Self.grouped(step.rate)
         if let s = step.senderLimit { return .sender("the sender fell behind at \(rate) rps: \(s)") }
+        if let s = step.rateNotKept { return .rate("\(rate) rps was not kept: \(s)") }
         for o in objectives {
             switch o.metric {
             case .latency(let p):
@@ -243,6 +253,7 @@ public struct CapacitySearch: Sendable {
         case .held: return "\(held); --max \(grouped(max)) rps held, so the target can take more (raise --max)"
         case .objective(let why): return "\(held); stopped by the objective: \(why)"
         case .errors(let why): return "\(held); stopped by errors: \(why)"
+        case .rate(let why): return "\(held); stopped by the target's throughput: \(why)"
         case .sender(let why):
             return "\(held) at least; stopped by the sender, not the target: \(why) (the target's capacity was not reached; add --threads or agents with --segment)"
         }

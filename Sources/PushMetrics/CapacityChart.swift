@@ -20,7 +20,7 @@ public enum CapacityChart {
         }
     }
 
-    static let colors = ["held": "#2e7d32", "objective": "#c62828", "errors": "#ef6c00", "sender": "#757575"]
+    static let colors = ["held": "#2e7d32", "objective": "#c62828", "errors": "#ef6c00", "sender": "#757575", "rate": "#6a1b9a"]
 
     /// The knee of the curve: of the points (ordered by rate), the one furthest below the straight line
     /// from the first to the last, with both axes scaled to 0…1 (the Kneedle rule). Nil with fewer than 3
@@ -58,6 +58,9 @@ public enum CapacityChart {
                       LegendItem(color: colors["objective"]!, text: "objective missed", mark: .dot)]
         if points.contains(where: { $0.verdict == "errors" }) {
             legend.append(LegendItem(color: colors["errors"]!, text: "too many errors", mark: .dot))
+        }
+        if points.contains(where: { $0.verdict == "rate" }) {
+            legend.append(LegendItem(color: colors["rate"]!, text: "rate not taken", mark: .dot))
         }
         if points.contains(where: { $0.verdict == "sender" }) {
             legend.append(LegendItem(color: colors["sender"]!, text: "sender fell behind", mark: .dot))

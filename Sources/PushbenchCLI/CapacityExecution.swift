@@ -134,9 +134,26 @@ struct CapacityExecution {
         }
         let c = r.counts
         let errors = c.failed + c.transportErrors + c.unfinished
-        return CapacityStep(rate: r.config.rps ?? 0, achievedRPS: r.achievedRPS, p50: h.valueAtPercentile(50), p99: h.valueAtPercentile(99),
+        let rate = r.config.rps ?? 0
+        var sender = senderLimit
+        var notKept: String?
+        if let outcome = r.rate, let shortfall = outcome.shortfall {
+            let words = rateShortfall(shortfall, rate: rate, sentRPS: outcome.sentRPS, achievedRPS: r.achievedRPS)
+            if shortfall == .sender { sender = sender ?? words } else { notKept = words }
+        }
+        return CapacityStep(rate: rate, achievedRPS: r.achievedRPS, p50: h.valueAtPercentile(50), p99: h.valueAtPercentile(99),
                             p999: h.valueAtPercentile(99.9), latencyAt: at,
-                            errorRate: c.sent > 0 ? Double(errors) / Double(c.sent) : 1, senderLimit: senderLimit)
+                            errorRate: c.sent > 0 ? Double(errors) / Double(c.sent) : 1, senderLimit: sender, rateNotKept: notKept)
+    }
+
+    /// A step's rate shortfall (summary.json `throughput.rate_shortfall`) in words, with the figures.
+    static func rateShortfall(_ shortfall: RateOutcome.Shortfall, rate: Int, sentRPS: Double, achievedRPS: Double) -> String {
+        let sent = CapacitySearch.grouped(Int(sentRPS.rounded())), answered = CapacitySearch.grouped(Int(achievedRPS.rounded()))
+        switch shortfall {
+        case .sender: return "it sent \(sent) rps with streams free"
+        case .streams: return "every stream was busy, so it sent \(sent) rps and \(answered) were answered (the target's answers were too slow for --connections x --streams)"
+        case .target: return "the target answered \(answered) rps"
+        }
     }
 
     /// Whether the sender of the run `summary` (one agent's summary.json) fell behind its own schedule.

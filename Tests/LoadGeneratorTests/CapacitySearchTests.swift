@@ -26,6 +26,28 @@ import Testing
         { rate in step(rate, p99: rate <= knee ? 1_000 : 1_000 + Int64(rate - knee) * 10) }
     }
 
+    /// A target that answers at most 37,600 rps, with a p99 that stays under a loose objective: the steps
+    /// above what it takes fall short of their rate, and those are not held, whatever the latency.
+    @Test func aRateTheTargetDidNotTakeIsNotHeldUnderALooseObjective() {
+        let loose = CapacityObjective(metric: .latency(percentile: 99), limit: 1_000_000, description: "p99<1s")
+        var search = CapacitySearch(min: 10_000, max: 100_000, resolution: 0.02, objectives: [loose])
+        let (answer, tried) = Self.run(&search) { rate in
+            var s = Self.step(rate, p99: rate <= 37_600 ? 900 : 560_000)
+            if rate > 37_600 {
+                s.achievedRPS = 37_600
+                s.rateNotKept = "the target answered 37,600 rps"
+            }
+            return s
+        }
+        let rate = try! #require(answer.rate)
+        #expect(rate <= 37_600 && Double(37_600 - rate) <= 0.02 * 37_600, "\(rate) after \(tried)")
+        guard case .rate(let why) = answer.limit else { Issue.record("\(answer.limit)"); return }
+        #expect(why.hasSuffix("rps was not kept: the target answered 37,600 rps"), "\(why)")
+        #expect(CapacitySearch.sentence(answer, objectives: search.objectives, min: 10_000, max: 100_000)
+            .contains("stopped by the target's throughput"))
+        #expect(CapacityVerdict.rate("x").name == "rate")
+    }
+
     @Test func aMonotoneCurveEndsWithinTheResolutionBelowItsKnee() {
         // p99 crosses 5 ms at 137,900 rps: 137,500 + 400 × 10 µs.
         var search = CapacitySearch(min: 1_000, max: 1_000_000, resolution: 0.02, objectives: [Self.p99Under5ms])

@@ -21,4 +21,22 @@ import Testing
         let line = CapacityExecution.stepLine(run(3, rate: 40_000, verdict: .objective("p99<1ms did not hold")))
         #expect(line.hasSuffix("errors 0%  objective: p99<1ms did not hold"), "\(line)")
     }
+
+    /// A step whose record says the rate was not kept fails as the target's (streams busy, answers too
+    /// slow) or as the sender's, never as held.
+    @Test func aRateShortfallDecidesTheStep() {
+        func step(_ shortfall: RateOutcome.Shortfall) -> CapacityStep {
+            var config = RunConfig()
+            config.rps = 40_000
+            var r = RunRecord(label: "step", startedAt: Date(), config: config)
+            r.rate = RateOutcome(sentRPS: 38_000, shortfall: shortfall)
+            return CapacityExecution.step(r, senderLimit: nil, objectives: [CapacityObjective.defaultErrorRate])
+        }
+        let streams = step(.streams), target = step(.target), sender = step(.sender)
+        #expect(streams.senderLimit == nil && streams.rateNotKept?.contains("every stream was busy") == true)
+        #expect(target.senderLimit == nil && target.rateNotKept?.hasPrefix("the target answered") == true)
+        #expect(sender.senderLimit == "it sent 38,000 rps with streams free" && sender.rateNotKept == nil)
+        let search = CapacitySearch(min: 40_000, max: 40_000, objectives: [])
+        #expect(search.verdict(streams).name == "rate" && search.verdict(sender).name == "sender")
+    }
 }
