@@ -10,19 +10,13 @@ public struct ScheduleError: Error, Equatable, CustomStringConvertible {
 }
 
 extension RateSchedule {
-    /// A rate in requests per second: a whole number, optionally with a k (thousand) or M (million)
-    /// suffix (`500`, `10k`, `1.5k`, `2M`), from 0 to ``maxRate``.
+    /// A rate in whole requests per second from 0 to ``maxRate``: ``Quantity/rate(_:bareNumber:)`` with a bare
+    /// number per second (`500`, `10k`, `1.5k`, `2M`, or `600k/min`).
     public static func parseRate(_ text: String) throws(ScheduleError) -> Int {
-        var number = Substring(text)
-        var scale = 1.0
-        if let last = number.last, let s = ["k": 1e3, "K": 1e3, "M": 1e6][last] {
-            scale = s
-            number = number.dropLast()
+        let rate: Double
+        do throws(QuantityError) { rate = try Quantity.rate(text, bareNumber: .seconds).perSecond } catch {
+            throw ScheduleError(error.message)
         }
-        guard let v = Double(number), v.isFinite, v >= 0 else {
-            throw ScheduleError("'\(text)' is not a rate (requests per second: 500, 10k, 1.5k, 2M)")
-        }
-        let rate = v * scale
         guard rate <= Double(maxRate) else { throw ScheduleError("'\(text)' is over \(maxRate) requests per second") }
         guard let whole = Int(exactly: rate) else { throw ScheduleError("'\(text)' is not a whole number of requests per second") }
         return whole
@@ -71,11 +65,10 @@ extension RateSchedule {
                 if points.isEmpty && Double(fields[0]) == nil { continue }   // the header
                 throw ScheduleError("\(place): '\(fields[0])' is not a number of seconds")
             }
-            var number = Substring(fields[1])
-            var scale = 1.0
-            if let last = number.last, let s = ["k": 1e3, "K": 1e3, "M": 1e6][last] { scale = s; number = number.dropLast() }
-            guard let v = Double(number), v.isFinite, v >= 0 else { throw ScheduleError("\(place): '\(fields[1])' is not a rate") }
-            let rate = (v * scale).rounded()
+            guard let perSecond = try? Quantity.rate(fields[1], bareNumber: .seconds).perSecond else {
+                throw ScheduleError("\(place): '\(fields[1])' is not a rate")
+            }
+            let rate = perSecond.rounded()
             guard rate <= Double(maxRate) else { throw ScheduleError("\(place): \(fields[1]) is over \(maxRate) requests per second") }
             let ns = UInt64((second * 1e9).rounded())
             if let last = points.last, ns <= last.ns {

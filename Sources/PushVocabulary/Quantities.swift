@@ -112,10 +112,11 @@ public enum Quantity {
 
     /// A non-negative rate: `N/WINDOW` where the window is a unit (`s`, `sec`, `m`, `min`, `h`, `hour`), a
     /// number and one of those (`10s`, `5min`), or any duration (`500ms`, `1m30s`); `0`; or, where
-    /// `bareNumber` is `.seconds`, `N` per second.
+    /// `bareNumber` is `.seconds`, `N` per second. `N` is a number, optionally with a `k` (thousand) or `M` (million)
+    /// suffix (`10k/s`, `2M`).
     public static func rate(_ text: String, bareNumber: BareNumber = .refused) throws(QuantityError) -> ParsedRate {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        if (1...2).contains(parts.count), let n = Double(parts[0]), n.isFinite, n >= 0 {
+        if (1...2).contains(parts.count), let n = scaledCount(parts[0]) {
             if parts.count == 1 && (bareNumber == .seconds || n == 0) { return ParsedRate(count: n, windowSeconds: 1) }
             if parts.count == 2, let window = rateWindowSeconds(parts[1]), window > 0 {
                 return ParsedRate(count: n, windowSeconds: window)
@@ -125,8 +126,21 @@ public enum Quantity {
                                     + "(N/UNIT as in 100/s, 600000/min, 5/10s)")
             }
         }
-        let bare = bareNumber == .seconds ? "N per second, or " : ""
+        let bare = bareNumber == .seconds ? "N per second as in 500, 10k, 1.5k, 2M, or " : ""
         throw QuantityError("'\(text)' is not a rate (\(bare)N/UNIT as in 100/s, 600000/min, 5/10s)")
+    }
+
+    /// A non-negative number, optionally with a `k`/`K` (thousand) or `M` (million) suffix: `500`, `10k`,
+    /// `1.5k`, `2M` (a rate's count; not necessarily whole).
+    private static func scaledCount(_ text: Substring) -> Double? {
+        var number = text
+        var scale = 1.0
+        if let last = number.last, let s = ["k": 1e3, "K": 1e3, "M": 1e6][last] {
+            scale = s
+            number = number.dropLast()
+        }
+        guard let v = Double(number), v.isFinite, v >= 0 else { return nil }
+        return v * scale
     }
 
     private static func rateWindowSeconds(_ window: Substring) -> Double? {

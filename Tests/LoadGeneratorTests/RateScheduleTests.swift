@@ -118,6 +118,10 @@ import PushPayload
         #expect(try RateSchedule.parseRate("2M") == 2_000_000)
         #expect(throws: ScheduleError.self) { try RateSchedule.parseRate("1.5") }
         #expect(throws: ScheduleError.self) { try RateSchedule.parseRate("11M") }
+        #expect(try RateSchedule.parseRate("600k/min") == 10_000, "the vocabulary's N/UNIT form too")
+        #expect(throws: ScheduleError("'fast' is not a rate (N per second as in 500, 10k, 1.5k, 2M, or N/UNIT as in 100/s, 600000/min, 5/10s)")) {
+            try RateSchedule.parseRate("fast")
+        }
         let stages = try RateSchedule.parseStages("30s:10k,60s:50k,30s:0")
         #expect(stages == [.init(seconds: 30, from: 0, to: 10_000), .init(seconds: 60, from: 10_000, to: 50_000),
                            .init(seconds: 30, from: 50_000, to: 0)])

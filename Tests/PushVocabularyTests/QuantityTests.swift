@@ -94,6 +94,19 @@ import Testing
         }
     }
 
+    @Test func ratesCountInThousandsAndMillions() throws {
+        func perSecond(_ t: String) -> Double? { try? Quantity.rate(t, bareNumber: .seconds).perSecond }
+        #expect(perSecond("500") == 500 && perSecond("10k") == 10_000 && perSecond("10K") == 10_000)
+        #expect(perSecond("1.5k") == 1_500 && perSecond("2M") == 2_000_000 && perSecond("0") == 0)
+        #expect(perSecond("10k/s") == 10_000 && perSecond("1.2M/min") == 20_000)
+        for bad in ["", "k", "-1", "1m", "1kk", "nan", "10 k", "k/s"] {
+            #expect(perSecond(bad) == nil, "\(bad)")
+        }
+        #expect(throws: QuantityError("'fast' is not a rate (N per second as in 500, 10k, 1.5k, 2M, or N/UNIT as in 100/s, 600000/min, 5/10s)")) {
+            _ = try Quantity.rate("fast", bareNumber: .seconds)
+        }
+    }
+
     @Test func fractions() throws {
         #expect(try Quantity.fraction("0") == 0 && Quantity.fraction("1") == 1 && Quantity.fraction("0.05") == 0.05)
         #expect(try Quantity.fraction("5%") == 0.05 && Quantity.fraction("100%") == 1 && Quantity.fraction("0%") == 0)
