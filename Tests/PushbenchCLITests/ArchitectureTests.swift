@@ -66,4 +66,19 @@ import Testing
         let missing = modules.filter { Self.layers[$0] == nil }
         #expect(missing.isEmpty, "modules with no layer in ArchitectureTests and docs/architecture.md: \(missing)")
     }
+
+    /// docs/architecture.md has a row for every Swift module of Sources/ and names every C bridge, so a
+    /// newcomer finds any module there.
+    @Test func theArchitecturePageNamesEveryModule() throws {
+        let page = try String(contentsOf: Self.repository.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let rows = Set(page.split(separator: "\n").filter { $0.hasPrefix("| ") }.compactMap { $0.split(separator: "|").first?.trimmingCharacters(in: .whitespaces) })
+        let modules = try FileManager.default.contentsOfDirectory(atPath: Self.repository.appendingPathComponent("Sources").path)
+            .filter { !$0.hasPrefix(".") }
+        #expect(modules.contains("PushVocabulary"))
+        let bridges = modules.filter { Self.layers[$0] == 0 || $0 == "CAllocCounter" }
+        let missingRows = modules.filter { !bridges.contains($0) && !rows.contains($0) }.sorted()
+        #expect(missingRows.isEmpty, "docs/architecture.md's module table has no row for \(missingRows)")
+        let unnamed = bridges.filter { !page.contains($0) }.sorted()
+        #expect(unnamed.isEmpty, "docs/architecture.md does not name \(unnamed)")
+    }
 }
