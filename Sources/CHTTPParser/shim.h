@@ -8,8 +8,6 @@
 static inline unsigned pb_hp_errno(const http_parser *p) { return p->http_errno; }
 static inline unsigned pb_hp_method(const http_parser *p) { return p->method; }
 static inline unsigned pb_hp_status(const http_parser *p) { return p->status_code; }
-static inline unsigned pb_hp_upgrade(const http_parser *p) { return p->upgrade; }
-static inline unsigned pb_hp_http_major(const http_parser *p) { return p->http_major; }
 static inline unsigned pb_hp_http_minor(const http_parser *p) { return p->http_minor; }
 static inline uint64_t pb_hp_content_length(const http_parser *p) { return p->content_length; }
 static inline int pb_hp_is_chunked(const http_parser *p) { return (p->flags & F_CHUNKED) != 0; }

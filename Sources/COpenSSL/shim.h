@@ -19,8 +19,6 @@ static inline int pb_ctx_set_min_version(SSL_CTX *c, int v) { return (int)SSL_CT
 static inline int pb_ctx_set_max_version(SSL_CTX *c, int v) { return (int)SSL_CTX_set_max_proto_version(c, v); }
 static inline long pb_ctx_set_mode(SSL_CTX *c, long mode) { return SSL_CTX_set_mode(c, mode); }
 static inline long pb_ctx_clear_mode(SSL_CTX *c, long mode) { return SSL_CTX_clear_mode(c, mode); }
-static inline long pb_ctx_set_session_cache_mode(SSL_CTX *c, long mode) { return SSL_CTX_set_session_cache_mode(c, mode); }
-static inline int pb_ctx_set_groups(SSL_CTX *c, const char *list) { return (int)SSL_CTX_set1_groups_list(c, list); }
 static inline void pb_bio_set_retry_read(BIO *b) { BIO_set_retry_read(b); }
 static inline void pb_bio_clear_retry(BIO *b) { BIO_clear_retry_flags(b); }
 static inline long pb_bio_mem_data(BIO *b, char **p) { return BIO_get_mem_data(b, p); }
