@@ -29,6 +29,8 @@ import Testing
         #expect(CompareCommand.options.optionsWithWrongDefaults(base: CompareOptions()) == [])
         #expect(MergeCommand.options.optionsWithWrongDefaults(base: MergeOptions()) == [])
         #expect(ReportCommand.options.optionsWithWrongDefaults(base: ReportOptions()) == [])
+        #expect(CapacityCommand.options.optionsWithWrongDefaults(base: CapacityOptions()) == [])
+        #expect(CredentialsCommand.options.optionsWithWrongDefaults(base: CredentialsOptions()) == [])
         // And the check can fail: a table that claims another default is caught.
         let lying = OptionTable<RunOptions>([
             .value("--connections", "N", \.connections, default: "9", help: "") { text, name throws(UsageError) in
@@ -56,6 +58,8 @@ import Testing
         check(CompareCommand.self)
         check(MergeCommand.self)
         check(ReportCommand.self)
+        check(CapacityCommand.self)
+        check(CredentialsCommand.self)
     }
 
     /// The example in ParsedArguments' documentation, as written there.
