@@ -22,8 +22,8 @@ public struct CapacityCommand: PushbenchCommand {
     public static let name = "capacity"
     public static let abstract = "the highest rate at which every objective holds: an exponential probe, then a bisection"
     public static let usage = """
-    USAGE: pushbench capacity --slo p99<5ms [--slo error_rate<0.1%] [--min 1k] [--max 1M] [--step-duration 10s]
-                              [--resolution 2%] [run options]
+    USAGE: pushbench capacity --slo p99<5ms [--slo error_rate<0.1%] [--min 1k] [--max 1M]
+                              [--step-duration 10s] [--resolution 2%] [run options]
 
     Runs steps at constant rates, each a full measured run with its warm-up and its own folder: up from
     --min, doubling, until a step misses an objective (or --max holds), then halving the gap between the
@@ -33,8 +33,10 @@ public struct CapacityCommand: PushbenchCommand {
     what stopped it: the objective, errors, or the sender itself falling behind (never reported as the
     target's capacity). Without an error_rate objective, more than 1% of requests failing fails a step.
     """
-    public static let footer: String? =
-        "EXIT STATUS: 0 the search ended (whatever the answer); 1 a step could not run; 2 bad input; 3 target unreachable."
+    public static let footer: String? = """
+        EXIT STATUS: 0 the search ended (whatever the answer); 1 a step could not run; 2 bad input;
+        3 target unreachable.
+        """
 
     /// Options of `pushbench run` that the search sets itself.
     static let setByTheSearch: Set<String> = ["--rps", "--duration", "--requests", "--stages", "--rate-file", "--encoder"]
