@@ -40,17 +40,23 @@ public struct CapacityStep: Sendable, Equatable {
     public var latencyAt: [Double: Int64]
     /// (non-2xx + transport errors + unfinished) / sent.
     public var errorRate: Double
-    /// Why the sender itself could not keep this rate (its own backlog with streams free, or its CPU
-    /// saturated), or nil when it kept up: such a step says nothing about the target.
+    /// Why the sender itself may have shaped this step (its driver threads busy 90% of the time or more,
+    /// or due requests waiting with streams free), or nil. It decides the verdict of a step that missed an
+    /// objective, which then says nothing about the target. A step that met every objective did so with
+    /// the sender's own delay included, so it held: a driver thread waking once per request at a few
+    /// thousand requests a second is busy most of the time without falling behind.
     public var senderLimit: String?
-    /// Why the rate was not kept though the sender kept up (every stream busy, or the answers slower than
-    /// the rate), or nil when it was kept.
+    /// Why the rate was not kept (every stream busy, the answers slower than the rate, or the sender
+    /// sending too few), or nil when it was kept.
     public var rateNotKept: String?
+    /// Whether ``rateNotKept`` is the sender's doing (streams were free but too few requests went out).
+    public var rateNotKeptBySender: Bool
 
     /// A step; see the properties.
     public init(rate: Int, achievedRPS: Double, p50: Int64, p99: Int64, p999: Int64, latencyAt: [Double: Int64] = [:],
-                errorRate: Double, senderLimit: String? = nil, rateNotKept: String? = nil) {
+                errorRate: Double, senderLimit: String? = nil, rateNotKept: String? = nil, rateNotKeptBySender: Bool = false) {
         self.rateNotKept = rateNotKept
+        self.rateNotKeptBySender = rateNotKeptBySender
         self.rate = rate
         self.achievedRPS = achievedRPS
         self.p50 = p50
@@ -160,25 +166,32 @@ public struct CapacitySearch: Sendable {
     /// The answer, once ``nextRate`` is nil.
     public var answer: Answer? { result }
 
-    /// Whether `step` met the objectives (and the sender kept up).
+    /// Whether `step` met the objectives at its rate. A rate not kept fails (the sender's verdict when the
+    /// sender sent too few); a missed objective is the sender's when the sender was busy or behind, the
+    /// target's otherwise; a step that met every objective at its rate held (see
+    /// ``CapacityStep/senderLimit``).
     public func verdict(_ step: CapacityStep) -> CapacityVerdict {
         let rate = Self.grouped(step.rate)
-        if let s = step.senderLimit { return .sender("the sender fell behind at \(rate) rps: \(s)") }
-        if let s = step.rateNotKept { return .rate("\(rate) rps was not kept: \(s)") }
-        for o in objectives {
+        if let s = step.rateNotKept {
+            return step.rateNotKeptBySender ? .sender("the sender fell behind at \(rate) rps: \(s)") : .rate("\(rate) rps was not kept: \(s)")
+        }
+        var missed: CapacityVerdict?
+        for o in objectives where missed == nil {
             switch o.metric {
             case .latency(let p):
                 let v = step.latencyAt[p] ?? (p == 50 ? step.p50 : p == 99 ? step.p99 : p == 99.9 ? step.p999 : nil) ?? 0
                 if Double(v) >= o.limit {
-                    return .objective("\(o.description) did not hold at \(rate) rps: \(Self.percentileName(p)) was \(Self.ms(v))")
+                    missed = .objective("\(o.description) did not hold at \(rate) rps: \(Self.percentileName(p)) was \(Self.ms(v))")
                 }
             case .errorRate:
                 if step.errorRate >= o.limit {
-                    return .errors("\(o.description) did not hold at \(rate) rps: \(Self.percent(step.errorRate)) of requests failed")
+                    missed = .errors("\(o.description) did not hold at \(rate) rps: \(Self.percent(step.errorRate)) of requests failed")
                 }
             }
         }
-        return .held
+        guard let missed else { return .held }
+        if let s = step.senderLimit { return .sender("the sender fell behind at \(rate) rps: \(s)") }
+        return missed
     }
 
     /// Records the step just run (at ``nextRate``) and decides the next.

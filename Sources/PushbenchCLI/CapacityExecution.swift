@@ -135,15 +135,16 @@ struct CapacityExecution {
         let c = r.counts
         let errors = c.failed + c.transportErrors + c.unfinished
         let rate = r.config.rps ?? 0
-        var sender = senderLimit
         var notKept: String?
+        var bySender = false
         if let outcome = r.rate, let shortfall = outcome.shortfall {
-            let words = rateShortfall(shortfall, rate: rate, sentRPS: outcome.sentRPS, achievedRPS: r.achievedRPS)
-            if shortfall == .sender { sender = sender ?? words } else { notKept = words }
+            notKept = rateShortfall(shortfall, rate: rate, sentRPS: outcome.sentRPS, achievedRPS: r.achievedRPS)
+            bySender = shortfall == .sender
         }
         return CapacityStep(rate: rate, achievedRPS: r.achievedRPS, p50: h.valueAtPercentile(50), p99: h.valueAtPercentile(99),
                             p999: h.valueAtPercentile(99.9), latencyAt: at,
-                            errorRate: c.sent > 0 ? Double(errors) / Double(c.sent) : 1, senderLimit: sender, rateNotKept: notKept)
+                            errorRate: c.sent > 0 ? Double(errors) / Double(c.sent) : 1, senderLimit: senderLimit,
+                            rateNotKept: notKept, rateNotKeptBySender: bySender)
     }
 
     /// A step's rate shortfall (summary.json `throughput.rate_shortfall`) in words, with the figures.

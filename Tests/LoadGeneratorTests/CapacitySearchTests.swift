@@ -48,6 +48,26 @@ import Testing
         #expect(CapacityVerdict.rate("x").name == "rate")
     }
 
+    /// At low rates a driver thread wakes once per request, which keeps it busy most of the time
+    /// without falling behind: a step that met every objective with its sender busy held (the sender's
+    /// delay is inside the latency it met), and only a step that missed one is the sender's.
+    @Test func aBusySenderThatMetTheObjectivesHeld() {
+        var search = CapacitySearch(min: 10_000, max: 1_000_000, resolution: 0.02, objectives: [Self.p99Under5ms])
+        let (answer, tried) = Self.run(&search) { rate in
+            // Busy at every rate; the objective holds up to 60k, beyond that the p99 is the sender's.
+            Self.step(rate, p99: rate <= 60_000 ? 900 : 9_000, sender: "its driver thread was busy 91% of the time")
+        }
+        let rate = try! #require(answer.rate)
+        #expect(rate >= 58_800 && rate <= 60_000, "\(rate) after \(tried)")
+        guard case .sender(let why) = answer.limit else { Issue.record("\(answer.limit)"); return }
+        #expect(why.contains("busy 91%"))
+        #expect(search.verdict(Self.step(17_187, p99: 545, sender: "its driver thread was busy 91% of the time")) == .held)
+        var notKept = Self.step(20_000, p99: 545)
+        notKept.rateNotKept = "it sent 18,000 rps with streams free"
+        notKept.rateNotKeptBySender = true
+        #expect(search.verdict(notKept).name == "sender", "a rate the sender did not send fails whatever the latency")
+    }
+
     @Test func aMonotoneCurveEndsWithinTheResolutionBelowItsKnee() {
         // p99 crosses 5 ms at 137,900 rps: 137,500 + 400 × 10 µs.
         var search = CapacitySearch(min: 1_000, max: 1_000_000, resolution: 0.02, objectives: [Self.p99Under5ms])
