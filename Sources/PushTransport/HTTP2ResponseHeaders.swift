@@ -3,9 +3,10 @@ import CNGHTTP2
 /// Adds response header fields inside `HTTP2ServerConnection.respond` (copied into the stream's storage).
 public struct HTTP2ResponseHeaders: ~Copyable {
     let slot: UnsafeMutablePointer<ServerSlot>
-    /// The connection's note that a unique field's name is in the dynamic table (one name per connection:
-    /// a second name would only be Huffman-coded each time, still correct).
-    let uniqueNameIndexed: UnsafeMutablePointer<Bool>
+    /// Whether a unique field's name is in the connection's dynamic table (one name per connection: a
+    /// second name would only be Huffman-coded each time, still correct); the connection keeps it
+    /// from one response to the next.
+    var uniqueNameIndexed: Bool
 
     /// Adds a field (name must be lowercase).
     public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
@@ -22,8 +23,8 @@ public struct HTTP2ResponseHeaders: ~Copyable {
     public mutating func addUnique(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
         let no = slot.pointee.respStore.append(name.utf8Start, name.utf8CodeUnitCount)
         let vo = slot.pointee.respStore.append(value.baseAddress, value.count)
-        let indexNow = !uniqueNameIndexed.pointee
-        uniqueNameIndexed.pointee = true
+        let indexNow = !uniqueNameIndexed
+        uniqueNameIndexed = true
         slot.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(name.utf8CodeUnitCount),
                                                valueOffset: Int32(vo), valueLength: Int32(value.count),
                                                nvFlags: indexNow ? 0 : UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)))

@@ -15,8 +15,8 @@ public final class HTTP2ServerConnection: HTTP2Session {
     /// Whatever the server's delegate keeps for this connection (its per-connection state), so a request
     /// finds it without a lookup. The transport never reads it.
     public var context: AnyObject?
-    /// See ``HTTP2ResponseHeaders/addUnique(_:_:)``; a pointer so the header writer can set it.
-    private let uniqueNameIndexed = UnsafeMutablePointer<Bool>.allocate(capacity: 1)
+    /// See ``HTTP2ResponseHeaders/addUnique(_:_:)``.
+    private var uniqueNameIndexed = false
     private var slots: StreamSlotPool<ServerSlot>
     /// The slot of the HEADERS block being received (saves a stream lookup per header field).
     private var headerSlot: UnsafeMutablePointer<ServerSlot>?
@@ -62,13 +62,10 @@ public final class HTTP2ServerConnection: HTTP2Session {
         slots = StreamSlotPool(streams: c.maxConcurrentStreams)
         openedAt = server.loop.now
         lastStreamActivity = openedAt
-        uniqueNameIndexed.initialize(to: false)
         super.init(loop: server.loop, stagingCapacity: c.stagingCapacity, iovCapacity: c.iovCapacity)
         self.transport = transport
         transport.owner = self
     }
-
-    deinit { uniqueNameIndexed.deallocate() }
 
     /// Starts the session: SETTINGS (the server's current stream limit and window) go out with the
     /// first flush. False when nghttp2 could not create the session.
@@ -469,6 +466,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         withUnsafeBytes(of: &digits) { _ = s.pointee.respStore.append($0.baseAddress, 3) }
         var w = HTTP2ResponseHeaders(slot: s, uniqueNameIndexed: uniqueNameIndexed)
         headers(&w)
+        uniqueNameIndexed = w.uniqueNameIndexed
         return s
     }
 
