@@ -232,17 +232,13 @@ public final class GatewayStateMachine {
         if let n = configuration.dropAfterStreams, connection.streams >= n { return drop() }
         if configuration.dropRate > 0, random.unit() < configuration.dropRate { return drop() }
 
-        response.status = 200
-        response.reason = nil
+        let id: APNsID
         if let text = request.apnsID, let valid = APNsID(validating: text) {
-            response.apnsID = valid
+            id = valid
         } else {
-            response.apnsID = APNsID(random: ids.next(), ids.next())
+            id = APNsID(random: ids.next(), ids.next())
         }
-        response.timestampMillis = nil
-        response.goaway = nil
-        response.maxConcurrentStreams = nil
-        response.fcm = nil
+        response = GatewayResponse(status: 200, apnsID: id)
         if route == .fcm {
             let answer = fcm.decide(request, random: &random, now: now)
             response.status = answer.status
