@@ -138,7 +138,7 @@ struct CapacityExecution {
         var notKept: String?
         var bySender = false
         if let outcome = r.rate, let shortfall = outcome.shortfall {
-            notKept = rateShortfall(shortfall, rate: rate, sentRPS: outcome.sentRPS, achievedRPS: r.achievedRPS)
+            notKept = rateShortfall(shortfall, sentRPS: outcome.sentRPS, achievedRPS: r.achievedRPS)
             bySender = shortfall == .sender
         }
         return CapacityStep(rate: rate, achievedRPS: r.achievedRPS, p50: h.valueAtPercentile(50), p99: h.valueAtPercentile(99),
@@ -148,7 +148,7 @@ struct CapacityExecution {
     }
 
     /// A step's rate shortfall (summary.json `throughput.rate_shortfall`) in words, with the figures.
-    static func rateShortfall(_ shortfall: RateOutcome.Shortfall, rate: Int, sentRPS: Double, achievedRPS: Double) -> String {
+    static func rateShortfall(_ shortfall: RateOutcome.Shortfall, sentRPS: Double, achievedRPS: Double) -> String {
         let sent = CapacitySearch.grouped(Int(sentRPS.rounded())), answered = CapacitySearch.grouped(Int(achievedRPS.rounded()))
         switch shortfall {
         case .sender: return "it sent \(sent) rps with streams free"
