@@ -165,8 +165,10 @@ struct JSONCore<Sink: JSONSink> {
     }
 
     @inline(__always) mutating func skipWhitespace() {
+        // Compact JSON has no whitespace between tokens: one compare settles the common case.
         while i < n {
             let c = p[i]
+            if c > 0x20 { return }
             if c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 { i += 1 } else { return }
         }
     }
@@ -291,11 +293,13 @@ struct JSONCore<Sink: JSONSink> {
         let start = i
         var escapes = false
         while true {
-            // Fast path: plain printable ASCII, 8 bytes at a time, then byte by byte.
+            // Plain printable ASCII, 8 bytes at a time: the lowest flagged byte of a word is exact, so
+            // the scan jumps straight to it instead of walking the word again byte by byte.
             while i + 8 <= n {
-                let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
-                if w & 0x8080_8080_8080_8080 != 0 || JSONBytes.wordNeedsEscape(w) { break }
-                i += 8
+                let mask = JSONBytes.specialBytes(UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self))
+                if mask == 0 { i += 8; continue }
+                i += mask.trailingZeroBitCount >> 3
+                break
             }
             while i < n {
                 let c = p[i]

@@ -16,6 +16,21 @@ public enum JSONBytes {
         return (below20 | quote | backslash) != 0
     }
 
+    /// The bytes of `x` (little-endian order) that end a plain run in a JSON string: below 0x20, '"',
+    /// '\' or non-ASCII, each flagged by its high bit. A flag above a flagged byte may be spurious
+    /// (a borrow), but the lowest flagged byte is always exact, which is all a scanner needs.
+    @inlinable @inline(__always)
+    public static func specialBytes(_ x: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        let below20 = (x &- ones &* 0x20) & ~x
+        let q = x ^ (ones &* 0x22)
+        let quote = (q &- ones) & ~q
+        let b = x ^ (ones &* 0x5C)
+        let backslash = (b &- ones) & ~b
+        return (below20 | quote | backslash | x) & high
+    }
+
     /// Length (2-4) of the well-formed multi-byte UTF-8 sequence starting at `p[i]`, or 0 when it is
     /// not one (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF, no truncation before `n`).
     @inlinable @inline(__always)

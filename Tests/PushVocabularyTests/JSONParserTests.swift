@@ -49,7 +49,7 @@ import PushVocabulary
 
     @Test func findsEveryCharacterClassAtEveryPositionOfLongStrings() {
         // The string scanner reads 8 bytes at a time: put each kind of byte at each offset.
-        for length in [8, 9, 15, 16, 17, 31] {
+        for length in Array(1...17) + [23, 24, 25, 31] {
             for position in 0..<length {
                 func doc(_ insert: [UInt8]) -> [UInt8] {
                     var body = [UInt8](repeating: UInt8(ascii: "a"), count: length)
@@ -120,6 +120,34 @@ import PushVocabulary
             #expect(ours == theirs, "\(text)")
         }
         #expect(accepted > 100)
+    }
+
+    @Test func specialBytesFindsTheFirstByteThatEndsAPlainRun() {
+        // Every byte value at every position of a word of plain bytes, then random words: the lowest
+        // flagged byte must be the first one below 0x20, '"', '\\' or non-ASCII (none: no flag).
+        func firstSpecial(_ bytes: [UInt8]) -> Int? {
+            bytes.firstIndex { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 >= 0x80 }
+        }
+        func flagged(_ bytes: [UInt8]) -> Int? {
+            let w = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            let m = JSONBytes.specialBytes(UInt64(littleEndian: w))
+            return m == 0 ? nil : m.trailingZeroBitCount >> 3
+        }
+        for at in 0..<8 {
+            for v in 0...255 {
+                var word = Array("abcdefgh".utf8)
+                word[at] = UInt8(v)
+                #expect(flagged(word) == firstSpecial(word), "\(word)")
+            }
+        }
+        var rng = SeededSplitMix(seed: 11)
+        let interesting: [UInt8] = [0x00, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xC3, 0xFF]
+        for _ in 0..<20_000 {
+            let word = (0..<8).map { _ in
+                rng.next() % 2 == 0 ? interesting[Int(rng.next() % UInt64(interesting.count))] : UInt8(truncatingIfNeeded: rng.next())
+            }
+            #expect(flagged(word) == firstSpecial(word), "\(word)")
+        }
     }
 
     @Test func tapeWalksObjectsArraysAndValues() throws {
