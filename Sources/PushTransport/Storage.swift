@@ -37,13 +37,34 @@ struct ByteStore {
     }
 
     /// Appends bytes; returns their offset.
-    @discardableResult
+    @discardableResult @inline(__always)
     mutating func append(_ p: UnsafeRawPointer?, _ n: Int) -> Int {
-        reserve(n)
+        if count + n > capacity { reserve(n) }
         let off = count
-        if n > 0, let p { (base + off).copyMemory(from: p, byteCount: n) }
+        if n > 0, let p { ByteStore.copy(base + off, p, n) }
         count += n
         return off
+    }
+
+    /// Copies `n` > 0 bytes. Most header names and values are under 17 bytes: two overlapping word
+    /// loads and stores move them without a call into libc (which costs more than the copy itself).
+    @inline(__always) static func copy(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ n: Int) {
+        if n > 16 {
+            dst.copyMemory(from: src, byteCount: n)
+        } else if n >= 8 {
+            let a = src.loadUnaligned(as: UInt64.self)
+            let b = src.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+            dst.storeBytes(of: a, as: UInt64.self)
+            dst.storeBytes(of: b, toByteOffset: n - 8, as: UInt64.self)
+        } else if n >= 4 {
+            let a = src.loadUnaligned(as: UInt32.self)
+            let b = src.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+            dst.storeBytes(of: a, as: UInt32.self)
+            dst.storeBytes(of: b, toByteOffset: n - 4, as: UInt32.self)
+        } else {
+            var i = 0
+            while i < n { dst.storeBytes(of: src.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self); i += 1 }
+        }
     }
 
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
