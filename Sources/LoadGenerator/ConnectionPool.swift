@@ -158,11 +158,12 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         if length > clientConfig.slotBodyCapacity || (!config.sendOversize && length > config.payloadLimit) {
             return .oversize
         }
-        let builder = self.builder, encoder = self.encoder, inPlace = self.inPlace
         builder.willBuild(at: now)
         do {
+            // The closure reads self's constant properties in place: a local copy of the builder (a struct
+            // of references) would retain and release each of them per request.
             try c.submit(builder.block, context: UInt64(slot), submittedAt: now) { req in
-                builder.fill(&req, tokenIndex: tokenIndex, context: ctx, encoder: encoder, inPlace: inPlace)
+                self.builder.fill(&req, tokenIndex: tokenIndex, context: ctx, encoder: self.encoder, inPlace: self.inPlace)
             }
         } catch {
             switch error {

@@ -45,7 +45,8 @@ extension RequestBuilder {
 }
 
 /// APNs: `POST /3/device/<token>` with `apns-topic`, `apns-push-type` and the optional headers fixed, a
-/// fresh `apns-id` per request unless `--no-apns-id`, and with provider tokens the driver's current
+/// fresh `apns-id` per request unless `--no-apns-id` (its name HPACK-indexed once per connection, its values
+/// never-indexed literals), and with provider tokens the driver's current
 /// `authorization` (copied into the stream's slot, so a refreshed token is simply the next one copied).
 /// When the token file gives topics (`token topic` lines), `apns-topic` is per request: the token's first
 /// topic, or `--topic` for a line without one.
@@ -75,7 +76,7 @@ struct APNsRequestBuilder: RequestBuilder {
         block = try HTTP2HeaderBlock.request(
             authority: config.authority, path: nil,
             indexPath: Self.indexesPath(tokens: config.tokens.count, pathLength: pathLength),
-            headers: headers, perRequestHeaders: perRequest)
+            headers: headers, perRequestHeaders: perRequest, uniqueHeaders: ["apns-id"])
         tokens = config.tokens
         sendsApnsID = config.sendsApnsID
         topicField = topicPerRequest ? 1 : 0
@@ -117,7 +118,7 @@ struct APNsRequestBuilder: RequestBuilder {
 
 /// FCM HTTP v1: `POST /v1/projects/<project>/messages:send`; the device token is in the body. The bearer
 /// token is fixed, or with `--credentials` the run's access token, written per request from a copy
-/// taken when it changes (an HPACK-indexed field: one byte on the wire once the peer has it).
+/// taken when it changes (nghttp2 never indexes `authorization`: it is Huffman-coded into every request).
 struct FCMRequestBuilder: RequestBuilder {
     let block: HTTP2HeaderBlock
     private let bearer: BearerCopy?

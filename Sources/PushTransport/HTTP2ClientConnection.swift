@@ -33,6 +33,10 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     /// (REFUSED_STREAM), and they end as the protocol error, not as refused.
     private var goAwaySentForError = false
     private var connectFailed = false
+    /// The block whose `.unique` field names this connection has put in the peer's HPACK dynamic table
+    /// (with its first request). Another block's first request indexes its own names; at worst a name
+    /// is indexed twice, which costs a table entry, never correctness.
+    private var uniqueNamesIndexed: ObjectIdentifier?
     /// The peer's settings now in force (defaults until the first SETTINGS arrives).
     public private(set) var peerSettings: HTTP2Settings
     /// What the TLS handshake settled (version, cipher, ALPN, the server's certificate, the time it
@@ -179,8 +183,19 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         }
     }
 
+    /// The stream whose slot was looked up last: a response's callbacks (its HEADERS, :status, END_STREAM,
+    /// the stream's close) come one after another for the same stream, so they share one lookup in
+    /// nghttp2's stream map. A stream id is never reused on a connection; the entry is dropped when its
+    /// stream closes, before the slot can be reused.
+    private var lastStreamID: Int32 = 0
+    private var lastSlot: UnsafeMutablePointer<ClientSlot>?
+
     @inline(__always) private func slot(for streamID: Int32) -> UnsafeMutablePointer<ClientSlot>? {
-        nghttp2_session_get_stream_user_data(session, streamID)?.assumingMemoryBound(to: ClientSlot.self)
+        if streamID == lastStreamID, let s = lastSlot { return s }
+        let s = nghttp2_session_get_stream_user_data(session, streamID)?.assumingMemoryBound(to: ClientSlot.self)
+        lastStreamID = streamID
+        lastSlot = s
+        return s
     }
 
     private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
@@ -290,6 +305,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
             }
         }
         nghttp2_session_set_stream_user_data(session, streamID, nil)
+        if streamID == lastStreamID { lastSlot = nil }
         releaseWhenWritten(UnsafeMutableRawPointer(s))
     }
 
@@ -300,6 +316,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     override func didClose(_ error: TransportError) {
         handshakeTimer = nil
         isConnected = false
+        lastSlot = nil
         var i = 0
         while i < slots.count {
             let s = slots[i]
@@ -344,6 +361,14 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         }
         let nv = scratchNV(count: block.count)
         nv.update(from: block.template, count: block.count)
+        let indexesUniqueNames = !block.uniqueIndex.isEmpty && uniqueNamesIndexed != ObjectIdentifier(block)
+        if indexesUniqueNames {
+            var u = 0
+            while u < block.uniqueIndex.count {
+                nv[block.uniqueIndex[u]].flags &= ~UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+                u += 1
+            }
+        }
         // Index loops, not for-in: unspecialized iterators allocate coroutine frames in debug builds.
         var k = 0
         while k < block.dynamicIndex.count {
@@ -380,6 +405,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
             throw .nghttp2(code: id)
         }
         s.pointee.streamID = id
+        if indexesUniqueNames { uniqueNamesIndexed = ObjectIdentifier(block) }
         inFlight += 1
         scheduleFlush()
         return id

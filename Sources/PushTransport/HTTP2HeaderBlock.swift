@@ -21,6 +21,11 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
         /// without HPACK indexing unless `indexed`: a value that changes per request would only churn
         /// both ends' dynamic tables (an insert and an eviction each, for no later hit).
         case perRequest(name: String, indexed: Bool = false)
+        /// A per-request field (numbered with the others) whose value is new on every request, e.g.
+        /// `apns-id`. Its value never enters the HPACK dynamic table, except with the first request of a
+        /// connection: that puts the name in the table, so every later request refers to the name by
+        /// index instead of Huffman-coding it again, and evicts nothing.
+        case unique(name: String)
     }
 
     /// Why a block was rejected.
@@ -37,6 +42,8 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
     let dynamicIndex: [Int]
     /// Number of per-request fields.
     public var perRequestFieldCount: Int { dynamicIndex.count }
+    /// Template indices of the `.unique` fields (sent NO_INDEX except on a connection's first request).
+    let uniqueIndex: [Int]
 
     /// Builds a block; pseudo-header fields (":method", …) must come first and names must be lowercase.
     public init(_ fields: [Field]) throws(InvalidBlock) {
@@ -46,7 +53,7 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
             let name: String
             switch f {
             case .fixed(let n, let v): name = n; total += n.utf8.count + v.utf8.count
-            case .perRequest(let n, _): name = n; total += n.utf8.count
+            case .perRequest(let n, _), .unique(let n): name = n; total += n.utf8.count
             }
             if name.isEmpty { throw InvalidBlock(description: "empty header name") }
             if name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
@@ -62,6 +69,7 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
         let tmpl = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: max(fields.count, 1))
         count = fields.count
         var dyn: [Int] = []
+        var unique: [Int] = []
         var off = 0
         func put(_ s: String) -> (UnsafeMutablePointer<UInt8>, Int) {
             let p = (store + off).assumingMemoryBound(to: UInt8.self)
@@ -82,26 +90,34 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
                 tmpl[i] = nghttp2_nv(name: np, value: nil, namelen: nl, valuelen: 0,
                                      flags: indexed ? flags : flags | UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue))
                 dyn.append(i)
+            case .unique(let n):
+                let (np, nl) = put(n)
+                tmpl[i] = nghttp2_nv(name: np, value: nil, namelen: nl, valuelen: 0,
+                                     flags: flags | UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue))
+                dyn.append(i)
+                unique.append(i)
             }
         }
         dynamicIndex = dyn
+        uniqueIndex = unique
         storage = store
         template = tmpl
     }
 
     /// A request block: `:method`, `:scheme`, `:authority`, `:path` (per-request field 0 when `path` is nil,
     /// HPACK-indexed when `indexPath`: worth it when few distinct paths recur), then fixed `headers`, then
-    /// `perRequestHeaders` (numbered after `:path`'s field if it is per-request).
+    /// `perRequestHeaders` (numbered after `:path`'s field if it is per-request); those named in
+    /// `uniqueHeaders` are `.unique` fields.
     public static func request(method: String = "POST", scheme: String = "http", authority: String, path: String?,
                                indexPath: Bool = false, headers: [(String, String)] = [],
-                               perRequestHeaders: [String] = []) throws(InvalidBlock) -> HTTP2HeaderBlock {
+                               perRequestHeaders: [String] = [], uniqueHeaders: Set<String> = []) throws(InvalidBlock) -> HTTP2HeaderBlock {
         var fields: [Field] = [.fixed(name: ":method", value: method), .fixed(name: ":scheme", value: scheme),
                                .fixed(name: ":authority", value: authority)]
         if let path { fields.append(.fixed(name: ":path", value: path)) } else {
             fields.append(.perRequest(name: ":path", indexed: indexPath))
         }
         for (n, v) in headers { fields.append(.fixed(name: n, value: v)) }
-        for n in perRequestHeaders { fields.append(.perRequest(name: n)) }
+        for n in perRequestHeaders { fields.append(uniqueHeaders.contains(n) ? .unique(name: n) : .perRequest(name: n)) }
         return try HTTP2HeaderBlock(fields)
     }
 
