@@ -159,7 +159,20 @@ public final class DriverCore {
     private unowned(unsafe) var port: (any RequestPort)?
 
     /// The pacer (open loop), set by ``begin(at:)``.
-    public private(set) var pacer: Pacer?
+    public private(set) var pacer: Pacer? {
+        didSet {
+            pacerCopy?.deinitialize(count: 1)
+            pacerCopy?.deallocate()
+            pacerCopy = pacer.map { p in
+                let c = UnsafeMutablePointer<Pacer>.allocate(capacity: 1)
+                c.initialize(to: p)
+                return c
+            }
+        }
+    }
+    // The same pacer at a fixed address, for pump: reading the optional property would copy the pacer
+    // (through its value witnesses, with its schedule's arrays) once per pump.
+    private var pacerCopy: UnsafeMutablePointer<Pacer>?
     /// Whether new requests are still being generated (false after the schedule ends or ``stop()``).
     public private(set) var generating = false
     /// Whether ``stop()`` was called (interrupted or target lost).
@@ -227,6 +240,8 @@ public final class DriverCore {
 
     deinit {
         slots.deallocate(); busy.deallocate(); freeSlots.deallocate(); retryRing.deallocate()
+        pacerCopy?.deinitialize(count: 1)
+        pacerCopy?.deallocate()
     }
 
     /// Connects the core to the pool it sends through (not retained: the runtime owns both).
@@ -284,13 +299,13 @@ public final class DriverCore {
             retryCount -= 1
         }
         guard generating else { return nil }
-        if let pacer {
-            let due = min(pacer.dueCount(at: now), localLimit)
+        if let pacer = pacerCopy {
+            let due = min(pacer.pointee.dueCount(at: now), localLimit)
             if due - next > stats.maxBacklog { stats.maxBacklog = Int(due - next) }
             while next < due {
                 guard freeCount > 0 else { stats.blocked += 1; return nil }
                 let slot = freeSlots[freeCount - 1]
-                let seq = pacer.global(local: next)
+                let seq = pacer.pointee.global(local: next)
                 let phase: Phase = next < localWarmup ? .warmup : .measured
                 switch port.startRequest(slot: slot, sequence: seq, at: now) {
                 case .noStream:
@@ -299,7 +314,7 @@ public final class DriverCore {
                 case .oversize:
                     recorder.recordOversize(phase)
                 case .started:
-                    let intended = pacer.intendedTime(local: next)
+                    let intended = pacer.pointee.intendedTime(local: next)
                     if firstSend.sent == 0 { firstSend = (intended, now) }
                     occupy(slot, InFlightRequest(sequence: seq, intended: intended, sent: now,
                                                  attempt: 0, phase: phase, cause: .connectionLost))
@@ -311,7 +326,7 @@ public final class DriverCore {
                 next += 1
             }
             if next >= localLimit { generating = false; return nil }
-            return pacer.intendedTime(local: next)
+            return pacer.pointee.intendedTime(local: next)
         }
         // Closed loop: every free stream gets a request now; its intended time is its send time. Nothing
         // goes out before t0 (the threads learn t0 a little ahead of it): a request sent early would be

@@ -74,10 +74,12 @@ final class DriverThread<Pool: DriverPool> {
                               schedule: config.schedule, segment: config.segment, segments: config.segments)
         core = DriverCore(plan: plan, clock: MonotonicClock.shared, recorder: Recorder(live: shared.live[index], outbox: shared.outboxes[index]))
         connectDeadline = MonotonicClock.nanoseconds() + config.connectTimeoutMilliseconds * 1_000_000 + 500_000_000
-        pool = try Pool(loop: loop, config: config, core: core, thread: index) { [unowned self] in self.pump() }
+        // The pool and the pacing timer are this thread's own and never outlive it, so their per-request
+        // callbacks take self unowned(unsafe): no reference count touched per call.
+        pool = try Pool(loop: loop, config: config, core: core, thread: index) { [unowned(unsafe) self] in self.pump() }
         core.attach(pool)
-        pool.onResponse = { [unowned self] in self.responded() }
-        pacing = try PreciseTimer(loop: loop) { [unowned self] _ in
+        pool.onResponse = { [unowned(unsafe) self] in self.responded() }
+        pacing = try PreciseTimer(loop: loop) { [unowned(unsafe) self] _ in
             if !self.periodic { self.armedDeadline = 0 }
             self.pump()
         }
