@@ -20,7 +20,8 @@ public enum CapacityChart {
         }
     }
 
-    static let colors = ["held": "#2e7d32", "objective": "#c62828", "errors": "#ef6c00", "sender": "#757575", "rate": "#6a1b9a"]
+    static let colors = ["held": "#2e7d32", "objective": "#c62828", "errors": "#ef6c00", "sender": "#757575", "rate": "#6a1b9a",
+                         "machine": "#8d6e63"]
 
     /// The knee of the curve: of the points (ordered by rate), the one furthest below the straight line
     /// from the first to the last, with both axes scaled to 0…1 (the Kneedle rule). Nil with fewer than 3
@@ -64,6 +65,9 @@ public enum CapacityChart {
         }
         if points.contains(where: { $0.verdict == "sender" }) {
             legend.append(LegendItem(color: colors["sender"]!, text: "sender fell behind", mark: .dot))
+        }
+        if points.contains(where: { $0.verdict == "machine" }) {
+            legend.append(LegendItem(color: colors["machine"]!, text: "host stole CPU (rerun)", mark: .dot))
         }
         if objectiveMicros != nil { legend.append(LegendItem(color: "#c62828", text: "objective", mark: .line(dash: "6,4"))) }
         if knee != nil { legend.append(LegendItem(color: "#1f5fbf", text: "knee", mark: .dot)) }

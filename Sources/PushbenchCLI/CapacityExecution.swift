@@ -87,11 +87,13 @@ struct CapacityExecution {
                 }
                 senderLimit = Self.senderLimit(ResultsWriter.summaryJSON(record, runID: name))
             }
-            let step = Self.step(record, senderLimit: senderLimit, objectives: search.objectives)
+            var step = Self.step(record, senderLimit: senderLimit, objectives: search.objectives)
+            step.machineLimit = Self.machineLimit(ResultsWriter.summaryJSON(record, runID: name))
             search.record(step)
             let verdict = search.steps.last!.verdict
             runs.append(StepRun(number: number, folder: meeting == nil ? name : name + "/merged", record: record, step: step, verdict: verdict))
-            say(Self.stepLine(runs.last!, rerun: runs.dropLast().contains { $0.step.rate == runs.last!.step.rate }))
+            let earlier = runs.dropLast().last { $0.step.rate == rate }
+            say(Self.stepLine(runs.last!, rerun: earlier != nil, afterSteal: earlier?.verdict.name == "machine"))
             if result.interrupted { interrupted = true; break }
         }
         let elapsed = Date().timeIntervalSince(began)
@@ -167,10 +169,20 @@ struct CapacityExecution {
                                         maxBacklog: Int(number("backlog.max")), blocked: Int(number("backlog.blocked")))
     }
 
-    /// One step as printed; `rerun` marks the search's confirming rerun of a rate it already measured.
-    static func stepLine(_ s: StepRun, rerun: Bool = false) -> String {
+    /// Whether the host took enough CPU time during the run `summary` (summary.json `machine.steal_ms`)
+    /// to have shaped its latency.
+    static func machineLimit(_ summary: JSONValue) -> String? {
+        guard let steal = summary.value(atPath: "machine.steal_ms")?.number else { return nil }
+        let elapsed = (summary.value(atPath: "config.warmup_s")?.number ?? 0) + (summary.value(atPath: "throughput.measured_s")?.number ?? 0)
+        return CapacityStep.machineLimit(stealSeconds: steal / 1000, elapsedSeconds: elapsed)
+    }
+
+    /// One step as printed; `rerun` marks the search's confirming rerun of a rate it already measured,
+    /// `afterSteal` a rerun because the host stole CPU time from the last run of that rate.
+    static func stepLine(_ s: StepRun, rerun: Bool = false, afterSteal: Bool = false) -> String {
         let st = s.step
-        let verdict = (s.verdict == .held ? "held" : "\(s.verdict.name): \(s.verdict.why)") + (rerun ? " (rerun to confirm)" : "")
+        let verdict = (s.verdict == .held ? "held" : "\(s.verdict.name): \(s.verdict.why)")
+            + (afterSteal ? " (rerun: the host stole CPU time from the last one)" : rerun ? " (rerun to confirm)" : "")
         return String(format: "  step %2d  %@ rps  achieved %@  p50 %@  p99 %@  p99.9 %@  errors %@  %@", s.number,
                       CapacitySearch.grouped(st.rate), CapacitySearch.grouped(Int(st.achievedRPS.rounded())),
                       CapacitySearch.ms(st.p50), CapacitySearch.ms(st.p99), CapacitySearch.ms(st.p999),

@@ -68,6 +68,61 @@ import Testing
         #expect(search.verdict(notKept).name == "sender", "a rate the sender did not send fails whatever the latency")
     }
 
+    /// Host steal spoils a step's p99 without saying anything about the target: such a step is run again
+    /// and the search goes on from the rerun; a machine that stays noisy at one rate stops the search
+    /// with the machine's verdict, not the objective's.
+    @Test func aStepSpoiledByHostStealIsRunAgain() {
+        let steal = "the host stole 230 ms of CPU time in 7.0 s"
+        // The target holds p99 < 5 ms up to 137,500; the first try of 64,000 lost time to the host.
+        var search = CapacitySearch(min: 1_000, max: 1_000_000, resolution: 0.02, objectives: [Self.p99Under5ms])
+        var noisy = 1
+        let (answer, tried) = Self.run(&search) { rate in
+            var s = Self.kneeAt(137_500)(rate)
+            if rate == 64_000 && noisy > 0 {
+                noisy -= 1
+                s = Self.step(rate, p99: 9_000)
+                s.machineLimit = steal
+            }
+            return s
+        }
+        #expect(tried.filter { $0 == 64_000 }.count == 2, "\(tried)")
+        #expect(tried.contains(128_000), "the rerun held, so the probe went on up")
+        let rate = try! #require(answer.rate)
+        #expect(rate < 137_900 && Double(137_900 - rate) <= 0.02 * Double(rate))
+        guard case .objective = answer.limit else { Issue.record("\(answer.limit)"); return }
+        #expect(search.steps.contains { $0.verdict.name == "machine" && $0.verdict.why.hasSuffix(steal) })
+
+        // Steal on a step that met the objective, or with no objective missed: it held.
+        var quiet = Self.step(50_000, p99: 900)
+        quiet.machineLimit = steal
+        #expect(search.verdict(quiet) == .held)
+        // Errors are not the host's doing.
+        var failing = Self.step(50_000, p99: 900, errors: 0.5)
+        failing.machineLimit = steal
+        #expect(search.verdict(failing).name == "errors")
+
+        // A machine noisy at every try of 20,000: two reruns, then the search stops there, saying so.
+        var always = CapacitySearch(min: 10_000, max: 1_000_000, resolution: 0.02, objectives: [Self.p99Under5ms])
+        let (noisyAnswer, noisyTried) = Self.run(&always) { rate in
+            var s = Self.step(rate, p99: rate >= 20_000 ? 9_000 : 900)
+            if rate >= 20_000 { s.machineLimit = steal }
+            return s
+        }
+        #expect(noisyTried.prefix(4) == [10_000, 20_000, 20_000, 20_000], "\(noisyTried)")
+        guard case .machine(let why) = noisyAnswer.limit else { Issue.record("\(noisyAnswer.limit)"); return }
+        #expect(why.contains("p99<5ms did not hold") && why.hasSuffix(steal))
+        let line = CapacitySearch.sentence(noisyAnswer, objectives: always.objectives, min: 10_000, max: 1_000_000)
+        #expect(line.contains("stopped by this machine, not the target"), "\(line)")
+    }
+
+    @Test func hostStealOfOnePercentOfAStepMarksIt() {
+        #expect(CapacityStep.machineLimit(stealSeconds: 0.05, elapsedSeconds: 7) == nil)
+        #expect(CapacityStep.machineLimit(stealSeconds: 0.069, elapsedSeconds: 7) == nil)
+        #expect(CapacityStep.machineLimit(stealSeconds: 0.07, elapsedSeconds: 7) == "the host stole 70 ms of CPU time in 7.0 s")
+        #expect(CapacityStep.machineLimit(stealSeconds: 0.42, elapsedSeconds: 7) != nil)
+        #expect(CapacityStep.machineLimit(stealSeconds: 1, elapsedSeconds: 0) == nil)
+    }
+
     @Test func aMonotoneCurveEndsWithinTheResolutionBelowItsKnee() {
         // p99 crosses 5 ms at 137,900 rps: 137,500 + 400 × 10 µs.
         var search = CapacitySearch(min: 1_000, max: 1_000_000, resolution: 0.02, objectives: [Self.p99Under5ms])
