@@ -33,7 +33,7 @@ public struct CapacityCommand: PushbenchCommand {
     what stopped it: the objective, errors, or the sender itself falling behind (never reported as the
     target's capacity). Without an error_rate objective, more than 1% of requests failing fails a step.
     A step whose latency missed while the host stole 1% or more of its time (steal) is run again, twice
-    at most.
+    at most; a miss on the last try counts.
     """
     public static let footer: String? = """
         EXIT STATUS: 0 the search ended (whatever the answer); 1 a step could not run; 2 bad input;
