@@ -30,9 +30,13 @@ final class Child: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        // Drain both pipes while the child runs so a chatty child never blocks on a full pipe.
+        // Drain both pipes while the child runs so a chatty child never blocks on a full pipe. Each reader
+        // is a thread of its own, not a block on Dispatch's global queue: a reader blocks in read(2) for the
+        // child's whole life, and with many children across the parallel suite the global queue's few
+        // threads were all taken, so a new child's output sat unread (a gateway's listening line "not
+        // printed" in 30 s, on a fresh-clone CI run).
         group.enter()
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             // read(2) directly: FileHandle.availableData traps on EINTR.
             let fd = self.out.fileHandleForReading.fileDescriptor
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -45,7 +49,7 @@ final class Child: @unchecked Sendable {
             self.group.leave()
         }
         group.enter()
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             let fd = self.err.fileHandleForReading.fileDescriptor
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -63,7 +67,7 @@ final class Child: @unchecked Sendable {
 
     func finish(timeout: Double) -> ProcessResult {
         let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async { self.process.waitUntilExit(); done.signal() }
+        Thread.detachNewThread { self.process.waitUntilExit(); done.signal() }
         var timedOut = false
         if done.wait(timeout: .now() + timeout) == .timedOut {
             timedOut = true
