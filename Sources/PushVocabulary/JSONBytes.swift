@@ -5,30 +5,27 @@ public enum JSONBytes {
     /// Whether any of the 8 bytes of `x` needs escaping in a JSON string (SWAR: a byte below 0x20, or
     /// equal to '"' or '\\'). Exact as a yes/no for the word; the caller then looks at single bytes.
     @inlinable @inline(__always)
-    public static func wordNeedsEscape(_ x: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let high: UInt64 = 0x8080_8080_8080_8080
-        let below20 = (x &- ones &* 0x20) & ~x & high
-        let q = x ^ (ones &* 0x22)
-        let quote = (q &- ones) & ~q & high
-        let b = x ^ (ones &* 0x5C)
-        let backslash = (b &- ones) & ~b & high
-        return (below20 | quote | backslash) != 0
-    }
+    public static func wordNeedsEscape(_ x: UInt64) -> Bool { escapeLanes(x) != 0 }
 
     /// The bytes of `x` (little-endian order) that end a plain run in a JSON string: below 0x20, '"',
     /// '\' or non-ASCII, each flagged by its high bit. A flag above a flagged byte may be spurious
     /// (a borrow), but the lowest flagged byte is always exact, which is all a scanner needs.
     @inlinable @inline(__always)
     public static func specialBytes(_ x: UInt64) -> UInt64 {
+        escapeLanes(x) | (x & 0x8080_8080_8080_8080)
+    }
+
+    /// The bytes of `x` below 0x20, equal to '"' or to '\', each flagged by its high bit (SWAR: a borrow
+    /// may flag a byte above a flagged one, never below the lowest).
+    @inlinable @inline(__always)
+    static func escapeLanes(_ x: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
-        let high: UInt64 = 0x8080_8080_8080_8080
         let below20 = (x &- ones &* 0x20) & ~x
         let q = x ^ (ones &* 0x22)
         let quote = (q &- ones) & ~q
         let b = x ^ (ones &* 0x5C)
         let backslash = (b &- ones) & ~b
-        return (below20 | quote | backslash | x) & high
+        return (below20 | quote | backslash) & 0x8080_8080_8080_8080
     }
 
     /// Length (2-4) of the well-formed multi-byte UTF-8 sequence starting at `p[i]`, or 0 when it is
