@@ -159,20 +159,10 @@ public final class DriverCore {
     private unowned(unsafe) var port: (any RequestPort)?
 
     /// The pacer (open loop), set by ``begin(at:)``.
-    public private(set) var pacer: Pacer? {
-        didSet {
-            pacerCopy?.deinitialize(count: 1)
-            pacerCopy?.deallocate()
-            pacerCopy = pacer.map { p in
-                let c = UnsafeMutablePointer<Pacer>.allocate(capacity: 1)
-                c.initialize(to: p)
-                return c
-            }
-        }
-    }
-    // The same pacer at a fixed address, for pump: reading the optional property would copy the pacer
-    // (through its value witnesses, with its schedule's arrays) once per pump.
-    private var pacerCopy: UnsafeMutablePointer<Pacer>?
+    public var pacer: Pacer? { pacerStorage?.pointee }
+    // The pacer at a fixed address: pump reads it in place, where an optional stored property would be
+    // copied (through its value witnesses, with its schedule's arrays) once per pump.
+    private var pacerStorage: UnsafeMutablePointer<Pacer>?
     /// Whether new requests are still being generated (false after the schedule ends or ``stop()``).
     public private(set) var generating = false
     /// Whether ``stop()`` was called (interrupted or target lost).
@@ -211,8 +201,8 @@ public final class DriverCore {
     /// Requests waiting now (due but not yet sent, plus cut-off requests waiting for a resend).
     public var backlog: Int {
         var b = retryCount
-        if generating, let pacer {
-            b += Int(max(0, min(pacer.dueCount(at: clock.now()), localLimit) - next))
+        if generating, let pacer = pacerStorage {
+            b += Int(max(0, min(pacer.pointee.dueCount(at: clock.now()), localLimit) - next))
         }
         return b
     }
@@ -240,8 +230,8 @@ public final class DriverCore {
 
     deinit {
         slots.deallocate(); busy.deallocate(); freeSlots.deallocate(); retryRing.deallocate()
-        pacerCopy?.deinitialize(count: 1)
-        pacerCopy?.deallocate()
+        pacerStorage?.deinitialize(count: 1)
+        pacerStorage?.deallocate()
     }
 
     /// Connects the core to the pool it sends through (not retained: the runtime owns both).
@@ -254,7 +244,10 @@ public final class DriverCore {
         generating = true
         recorder.begin(at: start, measurementStart: measureStartNs)
         if let p = plan.pacer(start: start) {
-            pacer = p
+            pacerStorage?.deinitialize(count: 1)
+            pacerStorage?.deallocate()
+            pacerStorage = .allocate(capacity: 1)
+            pacerStorage!.initialize(to: p)
             let total = plan.totalRequests
             localLimit = plan.localShare(of: total)
             localWarmup = plan.localShare(of: plan.warmupRequests)
@@ -299,7 +292,7 @@ public final class DriverCore {
             retryCount -= 1
         }
         guard generating else { return nil }
-        if let pacer = pacerCopy {
+        if let pacer = pacerStorage {
             let due = min(pacer.pointee.dueCount(at: now), localLimit)
             if due - next > stats.maxBacklog { stats.maxBacklog = Int(due - next) }
             while next < due {
@@ -424,10 +417,10 @@ public final class DriverCore {
     public func tick() -> TickAction {
         let now = clock.now()
         recorder.tick(at: now, inFlight: inFlight, backlog: backlog)
-        if generating && pacer == nil && (now >= endNs || closedMeasured >= closedLimit) { generating = false }
+        if generating && pacerStorage == nil && (now >= endNs || closedMeasured >= closedLimit) { generating = false }
         // After stop() nothing more is sent (resends included): only the streams in flight are waited for.
         let waiting = inFlight > 0 || (!stopped && (generating || retryCount > 0))
-        if drainDeadlineNs == 0, pacer != nil {
+        if drainDeadlineNs == 0, pacerStorage != nil {
             if now > lastIntendedNs && now - lastIntendedNs > plan.drainTimeoutNs { drainDeadlineNs = now }
         }
         var action = TickAction.run
@@ -462,8 +455,8 @@ public final class DriverCore {
             retryHead = (retryHead + 1) % plan.capacity
             retryCount -= 1
         }
-        if generating, let pacer {
-            let due = min(pacer.dueCount(at: now), localLimit)
+        if generating, let pacer = pacerStorage {
+            let due = min(pacer.pointee.dueCount(at: now), localLimit)
             while next < due {
                 recorder.tallies[(next < localWarmup ? Phase.warmup : .measured).rawValue].notSent += 1
                 next += 1
