@@ -292,10 +292,10 @@ public struct CapacitySearch: Sendable {
         let held = "capacity: \(grouped(rate)) rps with \(slo)"
         switch a.limit {
         case .held: return "\(held); --max \(grouped(max)) rps held, so the target can take more (raise --max)"
-        case .objective(let why): return "\(held); stopped by the objective: \(why)"
+        // A machine verdict never ends a search: its last rerun is recorded as the objective's.
+        case .objective(let why), .machine(let why): return "\(held); stopped by the objective: \(why)"
         case .errors(let why): return "\(held); stopped by errors: \(why)"
         case .rate(let why): return "\(held); stopped by the target's throughput: \(why)"
-        case .machine(let why): return "\(held); stopped by this machine: \(why)"
         case .sender(let why):
             return "\(held) at least; stopped by the sender, not the target: \(why) (the target's capacity was not reached; add --threads or agents with --segment)"
         }

@@ -74,7 +74,7 @@ struct CapacityExecution {
                                                                               template: template, tokens: tokens, limit: limit)
             let name = String(format: "step-%02d-%drps", number, rate)
             let record: RunRecord
-            let senderLimit: String?
+            var senderLimit: String?   // with agents, from their merge; alone, from this step's summary
             if var m = meeting {
                 // Every agent decides the next step from the same merge of every agent's step, so all of them
                 // take the same next rate without a coordinator.
@@ -85,10 +85,11 @@ struct CapacityExecution {
                 do { try ResultsWriter.writeFolder(record, runID: name, to: folder.appendingPathComponent(name)) } catch {
                     throw RunExecution.Failure(status: 1, message: "cannot write \(name): \(error)")
                 }
-                senderLimit = Self.senderLimit(ResultsWriter.summaryJSON(record, runID: name))
             }
+            let summary = ResultsWriter.summaryJSON(record, runID: name)
+            if meeting == nil { senderLimit = Self.senderLimit(summary) }
             var step = Self.step(record, senderLimit: senderLimit, objectives: search.objectives)
-            step.machineLimit = Self.machineLimit(ResultsWriter.summaryJSON(record, runID: name))
+            step.machineLimit = Self.machineLimit(summary)
             search.record(step)
             let verdict = search.steps.last!.verdict
             runs.append(StepRun(number: number, folder: meeting == nil ? name : name + "/merged", record: record, step: step, verdict: verdict))
@@ -165,7 +166,7 @@ struct CapacityExecution {
         let rate = Int(number("throughput.target_rps").rounded())
         let threads = Int(number("config.threads"))
         return CapacityStep.senderLimit(rate: rate, threads: threads, cpuSeconds: number("cpu.user_s") + number("cpu.sys_s"),
-                                        elapsedSeconds: number("config.warmup_s") + number("throughput.measured_s"),
+                                        elapsedSeconds: runSeconds(summary),
                                         maxBacklog: Int(number("backlog.max")), blocked: Int(number("backlog.blocked")))
     }
 
@@ -173,8 +174,12 @@ struct CapacityExecution {
     /// to have shaped its latency.
     static func machineLimit(_ summary: JSONValue) -> String? {
         guard let steal = summary.value(atPath: "machine.steal_ms")?.number else { return nil }
-        let elapsed = (summary.value(atPath: "config.warmup_s")?.number ?? 0) + (summary.value(atPath: "throughput.measured_s")?.number ?? 0)
-        return CapacityStep.machineLimit(stealSeconds: steal / 1000, elapsedSeconds: elapsed)
+        return CapacityStep.machineLimit(stealSeconds: steal / 1000, elapsedSeconds: runSeconds(summary))
+    }
+
+    /// A run's wall time as its summary.json gives it: the warm-up and the measured time.
+    static func runSeconds(_ summary: JSONValue) -> Double {
+        (summary.value(atPath: "config.warmup_s")?.number ?? 0) + (summary.value(atPath: "throughput.measured_s")?.number ?? 0)
     }
 
     /// One step as printed; `rerun` marks the search's confirming rerun of a rate it already measured,
