@@ -32,9 +32,8 @@ final class Child: @unchecked Sendable {
         try process.run()
         // Drain both pipes while the child runs so a chatty child never blocks on a full pipe. Each reader
         // is a thread of its own, not a block on Dispatch's global queue: a reader blocks in read(2) for the
-        // child's whole life, and with many children across the parallel suite the global queue's few
-        // threads were all taken, so a new child's output sat unread (a gateway's listening line "not
-        // printed" in 30 s, on a fresh-clone CI run).
+        // child's whole life, and with many children across the parallel suite the queue's threads can all
+        // be taken, leaving a new child's output unread.
         group.enter()
         Thread.detachNewThread {
             // read(2) directly: FileHandle.availableData traps on EINTR.

@@ -4,7 +4,7 @@
 #   bench_work               WORK=a fresh temporary folder; on exit every server in PIDS is stopped
 #                            and the folder removed
 #   free_port                prints a loopback port nobody listens on
-#   wait_port PORT           waits up to 10 s for a listener on 127.0.0.1:PORT, else exits 1
+#   wait_port PORT [SECONDS] waits up to SECONDS (10) for a listener on 127.0.0.1:PORT, else exits 1
 #   apns_fixture             TOKEN (64 hex digits), PAYLOAD (the seeds' example APNs payload, a file)
 #                            and $WORK/www, a docroot where nghttpd answers 200 at /3/device/$TOKEN
 #   start_nghttpd            starts nghttpd --no-tls on $WORK/www: NG_PORT, NG_PID and NG, its
@@ -24,11 +24,11 @@ bench_cleanup() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
 wait_port() {
-    for _ in $(seq 100); do
+    for _ in $(seq $((${2:-10} * 10))); do
         (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
         sleep 0.1
     done
-    echo "$BENCH: nothing listens on port $1" >&2
+    echo "$BENCH: nothing listens on port $1 after ${2:-10} s" >&2
     exit 1
 }
 
