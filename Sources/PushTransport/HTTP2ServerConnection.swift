@@ -141,7 +141,13 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
                         _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
-        guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.rejection == .none else { return }
+        guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.rejection != .done else { return }
+        let kind = RequestMessageRules.field(name, namelen, value, valuelen, &s.pointee.message, trailer: s.pointee.headersDone)
+        if kind == .malformed {
+            malformed(s, inHeaders: true)
+            return
+        }
+        if s.pointee.rejection != .none { return }
         // Counted as SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113 6.5.2), on the fields as nghttp2 hands
         // them over decoded: a small HPACK block that references one large table entry many times is
         // stopped here, before its decoded size is stored.
@@ -159,15 +165,12 @@ public final class HTTP2ServerConnection: HTTP2Session {
             return
         }
         let vo = s.pointee.reqStore.append(value, valuelen)
-        if namelen > 0 && name[0] == UInt8(ascii: ":") {
-            switch (namelen, name[1]) {
-            case (7, UInt8(ascii: "m")): s.pointee.pseudo.0 = vo; s.pointee.pseudo.1 = valuelen
-            case (5, UInt8(ascii: "p")): s.pointee.pseudo.2 = vo; s.pointee.pseudo.3 = valuelen
-            case (10, UInt8(ascii: "a")): s.pointee.pseudo.4 = vo; s.pointee.pseudo.5 = valuelen
-            case (7, UInt8(ascii: "s")): s.pointee.pseudo.6 = vo; s.pointee.pseudo.7 = valuelen
-            default: break
-            }
-            return
+        switch kind {
+        case .method: s.pointee.pseudo.0 = vo; s.pointee.pseudo.1 = valuelen; return
+        case .path: s.pointee.pseudo.2 = vo; s.pointee.pseudo.3 = valuelen; return
+        case .authority: s.pointee.pseudo.4 = vo; s.pointee.pseudo.5 = valuelen; return
+        case .scheme: s.pointee.pseudo.6 = vo; s.pointee.pseudo.7 = valuelen; return
+        default: break
         }
         let no = s.pointee.reqStore.append(name, namelen)
         s.pointee.reqRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(namelen),
@@ -175,7 +178,13 @@ public final class HTTP2ServerConnection: HTTP2Session {
     }
 
     private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
-        guard let s = slot(for: streamID), s.pointee.rejection == .none else { return 0 }
+        guard let s = slot(for: streamID), s.pointee.rejection != .done else { return 0 }
+        if !RequestMessageRules.data(&s.pointee.message, len) {
+            // More body than its content-length said (RFC 9113 §8.1.1).
+            malformed(s, inHeaders: false)
+            return 0
+        }
+        if s.pointee.rejection != .none { return 0 }
         if s.pointee.reqBody.count + len > limits.maxRequestBodySize {
             reset(s, NGHTTP2_CANCEL.rawValue, .requestBodySize)
             return 0
@@ -199,8 +208,14 @@ public final class HTTP2ServerConnection: HTTP2Session {
         let flags = pb_frame_flags(frame)
         switch type {
         case NGHTTP2_HEADERS.rawValue:
-            guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
+            guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.rejection != .done else { return }
+            let trailer = s.pointee.headersDone
             s.pointee.headersDone = true
+            if !RequestMessageRules.headersEnd(&s.pointee.message, trailer: trailer,
+                                               endStream: flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0) {
+                malformed(s, inHeaders: true)
+                return
+            }
             if s.pointee.rejection == .headersTooLarge {
                 // 431, as a server that will not read a header section this large answers (RFC 9113
                 // 10.5.1). A body still on its way is dropped as it arrives.
@@ -215,6 +230,11 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 return
             }
             guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
+            if s.pointee.rejection != .done && !RequestMessageRules.bodyComplete(s.pointee.message) {
+                // Less body than its content-length said.
+                malformed(s, inHeaders: false)
+                return
+            }
             deliver(s)
         case NGHTTP2_SETTINGS.rawValue:
             countControlFrame()
@@ -302,6 +322,21 @@ public final class HTTP2ServerConnection: HTTP2Session {
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.pointee.streamID, code)
         scheduleFlush()
         report(limit)
+    }
+
+    /// Resets a malformed request (RFC 9113 §8.1.1) with PROTOCOL_ERROR; whatever else arrives for it is
+    /// dropped. A header section at fault counts as an invalid frame, as nghttp2 counts it (the error
+    /// is kept and the frame counts against the control-frame budget); a body at fault does not.
+    private func malformed(_ s: UnsafeMutablePointer<ServerSlot>, inHeaders: Bool) {
+        s.pointee.rejection = .done
+        settle(s)
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.pointee.streamID, NGHTTP2_PROTOCOL_ERROR.rawValue)
+        scheduleFlush()
+        if inHeaders {
+            lastProtocolError = TransportError(kind: .protocolError, code: Int32(NGHTTP2_ERR_HTTP_HEADER.rawValue),
+                                               function: "nghttp2_session_mem_recv")
+            countControlFrame()
+        }
     }
 
     @inline(__always) private func report(_ limit: ServerLimit) {

@@ -96,6 +96,9 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
         // HTTP2ServerConnection answers late frames on closed streams itself (PeerClosedStreams). A
         // client never keeps them.
         nghttp2_option_set_no_closed_streams(opt, 1)
+        // A server judges requests itself (RequestMessageRules, same verdicts, a fraction of the cost);
+        // a client keeps nghttp2's checks of the responses it reads.
+        if asServer { nghttp2_option_set_no_http_messaging(opt, 1) }
         var mem = memory.table
         var s: OpaquePointer?
         let r = asServer ? nghttp2_session_server_new3(&s, cbs, userData, opt, &mem)

@@ -24,6 +24,8 @@ struct ServerSlot: StreamSlot {
     var settled = false
     /// Refused by a limit: 431 due at the end of its header block, or reset; nothing more of it is kept.
     var rejection = Rejection.none
+    /// What its header section declared, judged by RequestMessageRules.
+    var message = RequestMessage()
 
     enum Rejection: UInt8 {
         case none
@@ -55,6 +57,7 @@ struct ServerSlot: StreamSlot {
         headersDone = false
         settled = false
         rejection = .none
+        message = RequestMessage()
     }
 
     /// Header and body stores past this many bytes are given back when the slot is released.

@@ -14,6 +14,9 @@ final class TestServer: HTTP2ServerDelegate {
     var opened = 0
     var closed = 0
     var responseBody: [UInt8] = Array("{\"ok\":true}".utf8)
+    /// Each request's fields as "name: value": its pseudo-header fields (sorted), then the rest in order.
+    var recordFields = false
+    var fieldLists: [[String]] = []
 
     /// A server on `loop`; it listens on a free loopback port unless `listening` is false (in-memory
     /// connections only, see `connectInMemory`).
@@ -28,6 +31,17 @@ final class TestServer: HTTP2ServerDelegate {
     func server(_ server: HTTP2Server, didReceive request: HTTP2ServerRequest) {
         requests += 1
         if recordBodies { bodies.append(Array(request.body)) }
+        if recordFields {
+            func text(_ b: UnsafeRawBufferPointer) -> String { String(decoding: b, as: UTF8.self) }
+            var pseudo: [String] = []
+            for (name, value) in [(":method", request.method), (":path", request.path), (":authority", request.authority),
+                                  (":scheme", request.scheme)] where value.count > 0 {
+                pseudo.append("\(name): \(text(value))")
+            }
+            var list = pseudo.sorted()
+            for i in 0..<request.headers.count { list.append("\(text(request.headers[i].name)): \(text(request.headers[i].value))") }
+            fieldLists.append(list)
+        }
         if deferResponses {
             deferred.append((request.connection, request.streamID))
             return
