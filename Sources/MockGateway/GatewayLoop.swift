@@ -197,11 +197,18 @@ final class GatewayLoop: HTTP2ServerDelegate {
         }
         parsed.body = request.body
         let connection = request.connection
-        guard let context = connection.context else { return }
-        let entry = unsafeDowncast(context, to: ConnectionEntry.self)
-        var response = GatewayResponse(status: 200, apnsID: .unset)
-        let decision = machine.decide(parsed, connection: &entry.state, now: request.receivedAt, response: &response)
-        act(decision, response, .http2(connection, streamID: request.streamID), receivedAt: request.receivedAt)
+        guard let context = connection.contextRef else { return }
+        context._withUnsafeGuaranteedRef { context in
+            let entry = unsafeDowncast(context, to: ConnectionEntry.self)
+            var response = GatewayResponse(status: 200, apnsID: .unset)
+            let decision = machine.decide(parsed, connection: &entry.state, now: request.receivedAt, response: &response)
+            if case .respond = decision {
+                // The common answer goes straight out: a ResponseTarget would hold (retain) the connection.
+                send(response, on: connection, stream: request.streamID)
+                return
+            }
+            act(decision, response, .http2(connection, streamID: request.streamID), receivedAt: request.receivedAt)
+        }
     }
 
     /// Does what the state machine decided for a request from `target`; `response` is the push response

@@ -7,6 +7,8 @@ public final class HTTP2ServerConnection: HTTP2Session {
     // unowned(unsafe): no refcount check per callback; the server detaches its connections in its
     // deinit (and on close) before it goes away, and `detached` guards every use after that.
     unowned(unsafe) let owner: HTTP2Server
+    /// `owner` for the per-request paths: used through `withOwner`, it costs no retain and release.
+    private let ownerRef: Unmanaged<HTTP2Server>
     var detached = false
     /// The server that accepted it (nil once the server is gone).
     public var server: HTTP2Server? { detached ? nil : owner }
@@ -14,7 +16,11 @@ public final class HTTP2ServerConnection: HTTP2Session {
     public let id: UInt64
     /// Whatever the server's delegate keeps for this connection (its per-connection state), so a request
     /// finds it without a lookup. The transport never reads it.
-    public var context: AnyObject?
+    public var context: AnyObject? {
+        didSet { contextRef = context.map { Unmanaged.passUnretained($0) } }
+    }
+    /// `context` unretained, for a delegate that reads it on every request: valid while `context` holds it.
+    public private(set) var contextRef: Unmanaged<AnyObject>?
     /// See ``HTTP2ResponseHeaders/addUnique(_:_:)``.
     private var uniqueNameIndexed = false
     private var slots: StreamSlotPool<ServerSlot>
@@ -55,6 +61,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     init(server: HTTP2Server, id: UInt64, transport: ByteTransport) {
         self.owner = server
+        ownerRef = .passUnretained(server)
         self.id = id
         let c = server.configuration
         limits = c.limits
@@ -116,6 +123,10 @@ public final class HTTP2ServerConnection: HTTP2Session {
             HTTP2ServerConnection.withServer(ud) { $0.streamClosed(streamID, code) }
             return 0
         }
+    }
+
+    @inline(__always) private func withOwner<R>(_ body: (HTTP2Server) -> R) -> R {
+        ownerRef._withUnsafeGuaranteedRef(body)
     }
 
     @inline(__always) private func slot(for streamID: Int32) -> UnsafeMutablePointer<ServerSlot>? {
@@ -193,12 +204,12 @@ public final class HTTP2ServerConnection: HTTP2Session {
             reset(s, NGHTTP2_ENHANCE_YOUR_CALM.rawValue, .bodyMemoryPerConnection)
             return 0
         }
-        if owner.bodyBytesHeld + len > limits.maxBodyMemory {
+        if withOwner({ $0.bodyBytesHeld }) + len > limits.maxBodyMemory {
             reset(s, NGHTTP2_REFUSED_STREAM.rawValue, .bodyMemory)
             return 0
         }
         bodyBytesHeld += len
-        owner.bodyBytesHeld += len
+        withOwner { $0.bodyBytesHeld += len }
         s.pointee.reqBody.append(data, len)
         return 0
     }
@@ -256,7 +267,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         headerStreamID = 0
         guard s.pointee.rejection == .none, !s.pointee.settled else { return }
         settle(s)
-        owner.requestsReceived &+= 1
+        withOwner { $0.requestsReceived &+= 1 }
         let base = UnsafeRawPointer(s.pointee.reqStore.base)
         let p = s.pointee.pseudo
         let refs = s.pointee.reqRefs.buffer
@@ -269,7 +280,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 scheme: UnsafeRawBufferPointer(start: base + p.6, count: p.7),
                 headers: HTTP2HeaderList(store: base, refs: refs),
                 body: s.pointee.reqBody.bytes, receivedAt: loop.now)
-            owner.delegate?.server(owner, didReceive: req)
+            withOwner { $0.delegate?.server($0, didReceive: req) }
         }
     }
 
@@ -299,7 +310,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         let body = s.pointee.reqBody.count
         if body > 0 {
             bodyBytesHeld -= body
-            if !detached { owner.bodyBytesHeld -= body }
+            if !detached { withOwner { $0.bodyBytesHeld -= body } }
         }
         if s.pointee.reqStore.capacity > ServerSlot.keptStoreBytes || s.pointee.reqBody.capacity > ServerSlot.keptStoreBytes {
             s.pointee.reqStore.shrink(above: ServerSlot.keptStoreBytes, to: 512)

@@ -131,16 +131,21 @@ struct HeaderRefList {
 
     func free() { base.deallocate() }
 
+    @inline(__always)
     mutating func append(_ r: HeaderRef) {
-        if count == capacity {
-            let nb = UnsafeMutablePointer<HeaderRef>.allocate(capacity: capacity * 2)
-            nb.moveInitialize(from: base, count: count)
-            base.deallocate()
-            base = nb
-            capacity *= 2
-        }
+        if count == capacity { grow() }
         base[count] = r
         count += 1
+    }
+
+    /// Doubles the capacity (the rare path, kept out of the inlined append).
+    @inline(never)
+    private mutating func grow() {
+        let nb = UnsafeMutablePointer<HeaderRef>.allocate(capacity: capacity * 2)
+        nb.moveInitialize(from: base, count: count)
+        base.deallocate()
+        base = nb
+        capacity *= 2
     }
 
     var buffer: UnsafeBufferPointer<HeaderRef> { UnsafeBufferPointer(start: base, count: count) }
