@@ -117,6 +117,9 @@ public struct GatewayConnectionState: Sendable {
 public final class GatewayStateMachine {
     /// The configuration in force.
     public let configuration: GatewayConfiguration
+    /// A copy of `configuration` at a fixed address for the per-request checks: passed as a value, Swift
+    /// copied all of it (762 bytes) onto the stack for every request.
+    private let rules: UnsafeMutablePointer<GatewayConfiguration>
     /// This loop's counters (read by /stats from any thread).
     public let counters: GatewayCounters
     private var random: SeededRandom
@@ -136,6 +139,8 @@ public final class GatewayStateMachine {
     public init(configuration: GatewayConfiguration, loopIndex: Int = 0, counters: GatewayCounters = GatewayCounters(),
                 clock: GatewayClock = .now()) {
         self.configuration = configuration
+        rules = .allocate(capacity: 1)
+        rules.initialize(to: configuration)
         self.counters = counters
         random = SeededRandom(seed: mix(configuration.seed &+ UInt64(loopIndex) &* 0x9E37_79B9))
         let idSeed = configuration.idSeed ?? UInt64.random(in: .min ... .max)
@@ -146,6 +151,11 @@ public final class GatewayStateMachine {
         latencyOn = configuration.latency != .none
         tokenAuth = configuration.auth.mode == .token ? ProviderTokenAuthenticator(configuration.auth) : nil
         fcm = FCMEngine(configuration: configuration, loopIndex: loopIndex, counters: counters.fcm, clock: clock)
+    }
+
+    deinit {
+        rules.deinitialize(count: 1)
+        rules.deallocate()
     }
 
     /// A new connection: counts it and returns its state. `certificate` is the client certificate the
@@ -328,7 +338,7 @@ public final class GatewayStateMachine {
     @inline(__always)
     private func validate(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState, now: UInt64) -> APNsReason? {
         let authorization = request.authorization
-        return Self.validateAPNs(request, configuration: configuration, checkPath: true,
+        return Self.validateAPNs(request, configuration: rules, checkPath: true,
                                  topicFromCertificate: connection.certificate?.topic != nil) {
             authenticate(authorization, &connection, now: now)
         }
@@ -350,7 +360,7 @@ public final class GatewayStateMachine {
     /// `authenticate` runs between the path and token checks and the payload checks, as APNs orders
     /// them; `topicFromCertificate` says a missing `apns-topic` is the client certificate's.
     @inline(__always)
-    static func validateAPNs(_ request: borrowing GatewayRequest, configuration: GatewayConfiguration,
+    static func validateAPNs(_ request: borrowing GatewayRequest, configuration rules: UnsafePointer<GatewayConfiguration>,
                              checkPath: Bool, checkJSON: Bool = true, topicFromCertificate: Bool = false,
                              authenticate: () -> APNsReason? = { nil }) -> APNsReason? {
         if request.hasDuplicateHeader { return .duplicateHeaders }
@@ -359,8 +369,8 @@ public final class GatewayStateMachine {
         if let topic = request.topic {
             if topic.isEmpty { return .badTopic }
             for c in topic where c <= 0x20 || c >= 0x7F { return .badTopic }
-            if !configuration.disallowedTopics.isEmpty, configuration.isDisallowed(topic: topic) { return .topicDisallowed }
-        } else if configuration.requireTopic && !topicFromCertificate {
+            if !rules.pointee.disallowedTopics.isEmpty, rules.pointee.isDisallowed(topic: topic) { return .topicDisallowed }
+        } else if rules.pointee.requireTopic && !topicFromCertificate {
             return .missingTopic
         }
         if let collapse = request.collapseID, collapse.count > 64 { return .badCollapseId }
@@ -380,12 +390,12 @@ public final class GatewayStateMachine {
             guard let path = request.path, hasPrefix(path, "/3/device/") else { return .badPath }
             let token = UnsafeRawBufferPointer(rebasing: path[10...])
             if token.isEmpty { return .missingDeviceToken }
-            guard configuration.tokenLength.contains(token.count), token.count & 1 == 0, isHex(token) else { return .badDeviceToken }
-            if configuration.unregisteredFraction > 0 || configuration.checksTokenTopics {
+            guard rules.pointee.tokenLength.contains(token.count), token.count & 1 == 0, isHex(token) else { return .badDeviceToken }
+            if rules.pointee.unregisteredFraction > 0 || rules.pointee.checksTokenTopics {
                 let hash = tokenHash(token)
-                if configuration.isUnregistered(hash: hash) { return .unregistered }
-                if configuration.checksTokenTopics,
-                   configuration.isNotForTopic(token: token, hash: hash, topic: request.topic) { return .deviceTokenNotForTopic }
+                if rules.pointee.isUnregistered(hash: hash) { return .unregistered }
+                if rules.pointee.checksTokenTopics,
+                   rules.pointee.isNotForTopic(token: token, hash: hash, topic: request.topic) { return .deviceTokenNotForTopic }
             }
         }
         if let reason = authenticate() { return reason }

@@ -119,8 +119,10 @@ struct FCMAppleTranslator {
         }
         // Without capture these bytes are not the payload (nothing reads them): only the count is.
         r.body = UnsafeRawBufferPointer(rebasing: storage.payload[0..<w.count])
-        if let reason = GatewayStateMachine.validateAPNs(r, configuration: configuration, checkPath: false,
-                                                           checkJSON: false) {
+        let rejected = withUnsafePointer(to: configuration) {
+            GatewayStateMachine.validateAPNs(r, configuration: $0, checkPath: false, checkJSON: false)
+        }
+        if let reason = rejected {
             if reason == .payloadTooLarge {
                 let limit = PayloadLimits.apns(equals(r.pushType!, "voip") ? .voip : .alert)
                 built.problem = .error(.invalidArgument, .payloadTooBig, FCMInlineText(), UInt64(w.count), UInt64(limit))
