@@ -9,6 +9,8 @@
 #                            and $WORK/www, a docroot where nghttpd answers 200 at /3/device/$TOKEN
 #   start_nghttpd            starts nghttpd --no-tls on $WORK/www: NG_PORT, NG_PID and NG, its
 #                            http://127.0.0.1:PORT URL
+#   cpu_ticks PID            the CPU time (user + system, clock ticks) process PID has used so far;
+#                            TICK_US is one tick in microseconds
 
 bench_work() {
     WORK=$(mktemp -d)
@@ -48,3 +50,6 @@ start_nghttpd() {
     wait_port "$NG_PORT"
     NG="http://127.0.0.1:$NG_PORT"
 }
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
