@@ -152,13 +152,14 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
                         _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
-        guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.rejection != .done else { return }
+        // A request refused already (its header list over the limit: 431 at its end) is not judged
+        // further: an HPACK bomb's thousands of fields cost nothing more once the limit is passed.
+        guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.rejection == .none else { return }
         let kind = RequestMessageRules.field(name, namelen, value, valuelen, &s.pointee.message, trailer: s.pointee.headersDone)
         if kind == .malformed {
             malformed(s, inHeaders: true)
             return
         }
-        if s.pointee.rejection != .none { return }
         // Counted as SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113 6.5.2), on the fields as nghttp2 hands
         // them over decoded: a small HPACK block that references one large table entry many times is
         // stopped here, before its decoded size is stored.
@@ -189,13 +190,12 @@ public final class HTTP2ServerConnection: HTTP2Session {
     }
 
     private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
-        guard let s = slot(for: streamID), s.pointee.rejection != .done else { return 0 }
+        guard let s = slot(for: streamID), s.pointee.rejection == .none else { return 0 }
         if !RequestMessageRules.data(&s.pointee.message, len) {
             // More body than its content-length said (RFC 9113 §8.1.1).
             malformed(s, inHeaders: false)
             return 0
         }
-        if s.pointee.rejection != .none { return 0 }
         if s.pointee.reqBody.count + len > limits.maxRequestBodySize {
             reset(s, NGHTTP2_CANCEL.rawValue, .requestBodySize)
             return 0
@@ -222,7 +222,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
             guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.rejection != .done else { return }
             let trailer = s.pointee.headersDone
             s.pointee.headersDone = true
-            if !RequestMessageRules.headersEnd(&s.pointee.message, trailer: trailer,
+            if s.pointee.rejection == .none && !RequestMessageRules.headersEnd(&s.pointee.message, trailer: trailer,
                                                endStream: flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0) {
                 malformed(s, inHeaders: true)
                 return
@@ -241,7 +241,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 return
             }
             guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
-            if s.pointee.rejection != .done && !RequestMessageRules.bodyComplete(s.pointee.message) {
+            if s.pointee.rejection == .none && !RequestMessageRules.bodyComplete(s.pointee.message) {
                 // Less body than its content-length said.
                 malformed(s, inHeaders: false)
                 return
