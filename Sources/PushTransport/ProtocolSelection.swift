@@ -110,13 +110,13 @@ struct ProtocolSelection: Equatable {
     static func requestLine(_ bytes: UnsafeRawBufferPointer) -> FirstBytes {
         let n = bytes.count
         var i = 0
-        while i < n && i <= maxMethodBytes && isTokenByte(bytes[i]) { i += 1 }
+        while i < n && i <= maxMethodBytes && RequestMessageRules.CharClass.token.contains(bytes[i]) { i += 1 }
         if i == n { return i <= maxMethodBytes ? .undecided : .neither }
         if i == 0 || i > maxMethodBytes || bytes[i] != UInt8(ascii: " ") { return .neither }
         i += 1
         let target = i
-        // Visible ASCII and obs-text: no controls, no spaces, no DEL.
-        while i < n && bytes[i] > 0x20 && bytes[i] != 0x7F { i += 1 }
+        // Visible ASCII and obs-text, as in an HTTP/2 :path: no controls, no spaces, no DEL.
+        while i < n && RequestMessageRules.CharClass.path.contains(bytes[i]) { i += 1 }
         if i == n { return n >= requestLineDecisionBytes ? .requestLine : .undecided }
         if i == target || bytes[i] != UInt8(ascii: " ") { return .neither }
         i += 1
@@ -132,20 +132,6 @@ struct ProtocolSelection: Equatable {
 
     /// `HTTP/1.` and a digit (the last byte here stands for the digit).
     private static let version: [UInt8] = Array("HTTP/1.0".utf8)
-
-    /// A `tchar` of RFC 9110 §5.6.2: letters, digits and ``!#$%&'*+-.^_`|~``.
-    @inline(__always) static func isTokenByte(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
-             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
-             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            return true
-        default:
-            return false
-        }
-    }
 
     /// The ALPN protocol to select from the client's offer (wire format: length-prefixed names), or
     /// nil when it offers nothing this server speaks (the handshake then fails with the

@@ -161,12 +161,13 @@ enum RequestMessageRules {
     // MARK: bytes
 
     /// Which bytes each kind of field allows, one bit per byte value in four words (0-63, 64-127,
-    /// 128-191, 192-255): RFC 9110 tokens for names (lower case only) and methods, the URI characters of
-    /// an authority, visible characters for a path, and a value's VCHAR, SP, HTAB and obs-text.
+    /// 128-191, 192-255): RFC 9110 tokens (`token`: methods, and the method of an HTTP/1.x request line)
+    /// and their lower-case form for field names, the URI characters of an authority, visible characters
+    /// for a path, and a value's VCHAR, SP, HTAB and obs-text.
     struct CharClass {
         let w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
         static let name = CharClass(w0: 0x03ff_6cfa_0000_0000, w1: 0x57ff_ffff_c000_0000, w2: 0, w3: 0)
-        static let method = CharClass(w0: 0x03ff_6cfa_0000_0000, w1: 0x57ff_ffff_c7ff_fffe, w2: 0, w3: 0)
+        static let token = CharClass(w0: 0x03ff_6cfa_0000_0000, w1: 0x57ff_ffff_c7ff_fffe, w2: 0, w3: 0)
         static let authority = CharClass(w0: 0x2fff_7ff2_0000_0000, w1: 0x47ff_fffe_afff_ffff, w2: 0, w3: 0)
         static let path = CharClass(w0: 0xffff_fffe_0000_0000, w1: 0x7fff_ffff_ffff_ffff, w2: ~0, w3: ~0)
         static let value = CharClass(w0: 0xffff_ffff_0000_0200, w1: 0x7fff_ffff_ffff_ffff, w2: ~0, w3: ~0)
@@ -246,7 +247,7 @@ enum RequestMessageRules {
 
     /// A method: one or more token characters.
     @inline(__always) static func isMethod(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
-        n > 0 && check(p, n, CharClass.method) { w in
+        n > 0 && check(p, n, CharClass.token) { w in
             w & high == 0 && (inRange(w, 0x41, 0x5a) | inRange(w, 0x61, 0x7a)) == high
         }
     }

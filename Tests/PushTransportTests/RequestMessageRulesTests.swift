@@ -124,14 +124,14 @@ struct RequestCase: CustomStringConvertible {
         let digits = Set(UInt8(ascii: "0")...UInt8(ascii: "9"))
         let lower = Set(UInt8(ascii: "a")...UInt8(ascii: "z")), upper = Set(UInt8(ascii: "A")...UInt8(ascii: "Z"))
         let name = tokenSymbols.union(digits).union(lower)
-        let method = name.union(upper)
+        let token = name.union(upper)
         let authority = Set("-._~!$&'()*+,;=:@[]%".utf8).union(digits).union(lower).union(upper)
         let path = Set(UInt8(0x21)...UInt8(0x7e)).union(UInt8(0x80)...UInt8(0xff))
         let value = path.union([0x20, 0x09])
         for b in 0...255 {
             let c = UInt8(b)
             #expect(RequestMessageRules.CharClass.name.contains(c) == name.contains(c), "name \(b)")
-            #expect(RequestMessageRules.CharClass.method.contains(c) == method.contains(c), "method \(b)")
+            #expect(RequestMessageRules.CharClass.token.contains(c) == token.contains(c), "token \(b)")
             #expect(RequestMessageRules.CharClass.authority.contains(c) == authority.contains(c), "authority \(b)")
             #expect(RequestMessageRules.CharClass.path.contains(c) == path.contains(c), "path \(b)")
             #expect(RequestMessageRules.CharClass.value.contains(c) == value.contains(c), "value \(b)")
@@ -146,7 +146,7 @@ struct RequestCase: CustomStringConvertible {
         let checks: [(String, Check, Check)] = [
             ("name", RequestMessageRules.isName, { $1 > 0 && RequestMessageRules.all($0, $1, .name) }),
             ("path", RequestMessageRules.allPath, { RequestMessageRules.all($0, $1, .path) }),
-            ("method", RequestMessageRules.isMethod, { $1 > 0 && RequestMessageRules.all($0, $1, .method) }),
+            ("method", RequestMessageRules.isMethod, { $1 > 0 && RequestMessageRules.all($0, $1, .token) }),
             ("authority", RequestMessageRules.isAuthority, { RequestMessageRules.all($0, $1, .authority) }),
             ("value", { p, n in RequestMessageRules.isValue(p, n) },
              { p, n in n == 0 || (p[0] != 0x20 && p[0] != 0x09 && p[n - 1] != 0x20 && p[n - 1] != 0x09 && RequestMessageRules.all(p, n, .value)) }),
