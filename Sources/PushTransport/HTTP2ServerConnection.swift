@@ -105,11 +105,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
             return 0
         }
         nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cbs) { _, _, code, ud in
-            HTTP2ServerConnection.withServer(ud) { c in
-                c.lastProtocolError = TransportError(kind: .protocolError, code: code, function: "nghttp2_session_mem_recv")
-                // A stream of frames nghttp2 rejects one by one is a flood like any other.
-                c.countControlFrame()
-            }
+            HTTP2ServerConnection.withServer(ud) { $0.invalidFrame(code) }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
@@ -326,28 +322,32 @@ public final class HTTP2ServerConnection: HTTP2Session {
         incompleteRequests -= 1
     }
 
-    /// Resets a request a limit refused; whatever else arrives for it is dropped.
-    private func reset(_ s: UnsafeMutablePointer<ServerSlot>, _ code: UInt32, _ limit: ServerLimit) {
+    /// Resets a request with RST_STREAM(`code`); whatever else arrives for it is dropped.
+    private func refuse(_ s: UnsafeMutablePointer<ServerSlot>, _ code: UInt32) {
         s.pointee.rejection = .done
         settle(s)
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.pointee.streamID, code)
         scheduleFlush()
+    }
+
+    /// Resets a request a limit refused.
+    private func reset(_ s: UnsafeMutablePointer<ServerSlot>, _ code: UInt32, _ limit: ServerLimit) {
+        refuse(s, code)
         report(limit)
     }
 
-    /// Resets a malformed request (RFC 9113 §8.1.1) with PROTOCOL_ERROR; whatever else arrives for it is
-    /// dropped. A header section at fault counts as an invalid frame, as nghttp2 counts it (the error
-    /// is kept and the frame counts against the control-frame budget); a body at fault does not.
+    /// Resets a malformed request (RFC 9113 §8.1.1) with PROTOCOL_ERROR. A header section at fault is an
+    /// invalid frame, as nghttp2 counts it; a body at fault is not.
     private func malformed(_ s: UnsafeMutablePointer<ServerSlot>, inHeaders: Bool) {
-        s.pointee.rejection = .done
-        settle(s)
-        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.pointee.streamID, NGHTTP2_PROTOCOL_ERROR.rawValue)
-        scheduleFlush()
-        if inHeaders {
-            lastProtocolError = TransportError(kind: .protocolError, code: Int32(NGHTTP2_ERR_HTTP_HEADER.rawValue),
-                                               function: "nghttp2_session_mem_recv")
-            countControlFrame()
-        }
+        refuse(s, NGHTTP2_PROTOCOL_ERROR.rawValue)
+        if inHeaders { invalidFrame(NGHTTP2_ERR_HTTP_HEADER.rawValue) }
+    }
+
+    /// A frame nghttp2 or the request rules rejected: the error is kept, and the frame counts against the
+    /// control-frame budget (a stream of frames rejected one by one is a flood like any other).
+    private func invalidFrame(_ code: Int32) {
+        lastProtocolError = TransportError(kind: .protocolError, code: code, function: "nghttp2_session_mem_recv")
+        countControlFrame()
     }
 
     @inline(__always) private func report(_ limit: ServerLimit) {
