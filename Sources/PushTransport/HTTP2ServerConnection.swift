@@ -4,11 +4,11 @@ import CUV
 /// One accepted HTTP/2 connection of an `HTTP2Server`; respond to its requests, change its SETTINGS,
 /// send GOAWAY or close it.
 public final class HTTP2ServerConnection: HTTP2Session {
-    // unowned(unsafe): no refcount check per callback; the server detaches its connections in its
-    // deinit (and on close) before it goes away, and `detached` guards every use after that.
-    unowned(unsafe) let owner: HTTP2Server
-    /// `owner` for the per-request paths: used through `withOwner`, it costs no retain and release.
+    // Unretained: no refcount check per callback; the server detaches its connections in its deinit
+    // (and on close) before it goes away, and `detached` guards every use after that. The per-request
+    // paths go through `withOwner`, which costs no retain and release either.
     private let ownerRef: Unmanaged<HTTP2Server>
+    var owner: HTTP2Server { ownerRef.takeUnretainedValue() }
     var detached = false
     /// The server that accepted it (nil once the server is gone).
     public var server: HTTP2Server? { detached ? nil : owner }
@@ -60,7 +60,6 @@ public final class HTTP2ServerConnection: HTTP2Session {
     var sweepIndex = -1
 
     init(server: HTTP2Server, id: UInt64, transport: ByteTransport) {
-        self.owner = server
         ownerRef = .passUnretained(server)
         self.id = id
         let c = server.configuration
