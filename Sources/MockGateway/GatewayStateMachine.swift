@@ -340,11 +340,12 @@ public final class GatewayStateMachine {
     @inline(__always)
     private func validate(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState, now: UInt64) -> APNsReason? {
         let authorization = request.authorization
-        if let reason = Self.validateAPNs(request, configuration: rules, checkPath: true, checkJSON: false,
+        if let reason = Self.validateAPNs(request, configuration: rules, checkPath: true,
                                           topicFromCertificate: connection.certificate?.topic != nil, authenticate: {
             authenticate(authorization, &connection, now: now)
         }) { return reason }
-        // The last check, as validateAPNs would make it, through the memo of the last JSON object.
+        // The last check: a body that is not a JSON object. Apple documents no reason for it; PayloadEmpty
+        // is the closest of its strings (clients turn unknown reasons into errors), see docs/gateway.md.
         return bodies.isObject(request.body) ? nil : .payloadEmpty
     }
 
@@ -359,13 +360,13 @@ public final class GatewayStateMachine {
     }
 
     /// APNs' checks of `request` under `configuration`; with `checkPath` false the path, token and
-    /// unregistered-token checks are skipped (the FCM route checks the APNs request it builds this way); with
-    /// `checkJSON` false the body is not parsed again (the FCM route writes a JSON object by construction).
-    /// `authenticate` runs between the path and token checks and the payload checks, as APNs orders
+    /// unregistered-token checks are skipped (the FCM route checks the APNs request it builds this way).
+    /// Whether the body is a JSON object, the last check, is the caller's: the state machine asks its
+    /// ``JSONObjectMemo``, and the FCM route writes a JSON object by construction. `authenticate` runs between the path and token checks and the payload checks, as APNs orders
     /// them; `topicFromCertificate` says a missing `apns-topic` is the client certificate's.
     @inline(__always)
     static func validateAPNs(_ request: borrowing GatewayRequest, configuration rules: UnsafePointer<GatewayConfiguration>,
-                             checkPath: Bool, checkJSON: Bool = true, topicFromCertificate: Bool = false,
+                             checkPath: Bool, topicFromCertificate: Bool = false,
                              authenticate: () -> APNsReason? = { nil }) -> APNsReason? {
         if request.hasDuplicateHeader { return .duplicateHeaders }
         if let id = request.apnsID, APNsID(validating: id) == nil { return .badMessageId }
@@ -406,9 +407,6 @@ public final class GatewayStateMachine {
         let body = request.body
         if body.isEmpty { return .payloadEmpty }
         if body.count > PayloadLimits.apns(isVoIP ? .voip : .alert) { return .payloadTooLarge }
-        // Apple documents no reason for a body that is not a JSON object; PayloadEmpty is the closest of
-        // its strings (clients turn unknown reasons into errors), see docs/gateway.md.
-        if checkJSON, JSON.topLevelKind(body) != .object { return .payloadEmpty }
         return nil
     }
 }

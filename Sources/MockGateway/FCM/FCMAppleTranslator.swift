@@ -120,7 +120,7 @@ struct FCMAppleTranslator {
         // Without capture these bytes are not the payload (nothing reads them): only the count is.
         r.body = UnsafeRawBufferPointer(rebasing: storage.payload[0..<w.count])
         let rejected = withUnsafePointer(to: configuration) {
-            GatewayStateMachine.validateAPNs(r, configuration: $0, checkPath: false, checkJSON: false)
+            GatewayStateMachine.validateAPNs(r, configuration: $0, checkPath: false)
         }
         if let reason = rejected {
             if reason == .payloadTooLarge {
