@@ -11,6 +11,9 @@
 #                            http://127.0.0.1:PORT URL
 #   cpu_ticks PID            the CPU time (user + system, clock ticks) process PID has used so far;
 #                            TICK_US is one tick in microseconds
+#   us_per_request TICKS N   TICKS of CPU time spread over N requests, in µs (two decimals)
+#   timed_h2load ARGS...     runs h2load ARGS, its output followed by a line "h2load-cpu REAL USER SYS"
+#   h2load_busy OUT          from timed_h2load's OUT: h2load's CPU share of its wall time, in %
 
 bench_work() {
     WORK=$(mktemp -d)
@@ -53,3 +56,6 @@ start_nghttpd() {
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
+us_per_request() { awk -v t="$1" -v us="$TICK_US" -v n="$2" 'BEGIN { printf "%.2f", t * us / n }'; }
+timed_h2load() { { TIMEFORMAT='h2load-cpu %R %U %S'; time h2load "$@"; } 2>&1; }
+h2load_busy() { awk '/^h2load-cpu/ { printf "%.0f", 100 * ($3 + $4) / $2 }' <<<"$1"; }
