@@ -352,6 +352,7 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
         let buffer = buffers.plaintext
         var used = 0
         while !closed {
+            buffers.sslReads &+= 1
             let r = SSL_read(ssl, buffer.baseAddress! + used, Int32(buffer.count - used))
             if r > 0 {
                 used += Int(r)
@@ -359,6 +360,9 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
                     deliver(buffer, used)
                     used = 0
                 }
+                // With every input byte taken and nothing of it left inside OpenSSL, another SSL_read
+                // could only say WANT_READ, at about a fifth of a record's cost: one call less per delivery.
+                if inputCount == 0 && SSL_has_pending(ssl) == 0 { break }
                 continue
             }
             let e = SSL_get_error(ssl, r)
@@ -523,6 +527,8 @@ final class TLSLoopBuffers {
     let gather = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
     /// `SSL_write` calls of the loop's connections (a test relates OpenSSL's allocations to them).
     var sslWrites = 0
+    /// `SSL_read` calls of the loop's connections (a test checks a record costs one).
+    var sslReads = 0
     deinit {
         plaintext.deallocate()
         gather.deallocate()

@@ -155,6 +155,19 @@ final class RecordingServer: HTTP2ServerDelegate {
         try Self.roundTrips(s, count: 20, bodySize: 3000)
     }
 
+    @Test func eachRecordIsDecryptedByOneSSLReadCall() throws {
+        let s = try Self.connect(server: try TestPKI.serverContext(), client: try TestPKI.clientContext())
+        try Self.roundTrips(s, count: 1)
+        let buffers = s.loop.tlsBuffers
+        let (reads, writes) = (buffers.sslReads, buffers.sslWrites)
+        // One request at a time: a record each way per round trip, each delivered whole. A second
+        // SSL_read per delivery (to hear WANT_READ) would double the reads.
+        for _ in 0..<10 { try Self.roundTrips(s, count: 1) }
+        let (r, w) = (buffers.sslReads - reads, buffers.sslWrites - writes)
+        #expect(w == 20, "\(w) SSL_write calls for 10 round trips")
+        #expect(r == w, "\(r) SSL_read calls for \(w) records")
+    }
+
     @Test func largeBodiesThroughSlowReaders() throws {
         let s = try Self.connect(server: try TestPKI.serverContext(), client: try TestPKI.clientContext()) { c, srv in
             c.bufferLimit = 5000
