@@ -22,8 +22,11 @@ public final class HTTP2Server {
     public let loop: EventLoop
     /// The configuration given at init.
     public let configuration: HTTP2ServerConfiguration
-    /// Receives requests and connection events; held weakly.
-    public weak var delegate: HTTP2ServerDelegate?
+    /// Receives requests and connection events; held unowned: it must outlive the server, or be set
+    /// to nil first.
+    // Not weak: a weak reference gives its object a side table, and every retain and release of it
+    // (once per request here) then takes the runtime's slow path.
+    public unowned var delegate: HTTP2ServerDelegate?
     private var listener: UnsafeMutablePointer<uv_tcp_t>?
     private var connections: [UInt64: HTTP2ServerConnection] = [:]
     private var http1Connections: [UInt64: HTTP1ServerConnection] = [:]

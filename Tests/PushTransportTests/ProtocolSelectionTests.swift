@@ -287,7 +287,8 @@ import Testing
 
     @Test func aRequestLineInSmallReadsStillReachesHTTP1() throws {
         let loop = try EventLoop()
-        let server = HTTP2Server(loop: loop, delegate: Refusals())
+        let refusals = Refusals()
+        let server = HTTP2Server(loop: loop, delegate: refusals)
         let http1 = FakeHTTP1()
         server.http1 = http1
         let (peer, serverEnd) = InMemoryTransport.pair(loop: loop)
@@ -302,16 +303,19 @@ import Testing
         #expect(loop.run(until: { http1.received.count == request.count }, timeoutNanoseconds: 10 * seconds))
         #expect(http1.received == request)
         #expect(server.connectionsRefused == 0)
+        #expect(refusals.reasons.isEmpty)
     }
 
     @Test func closingTheServerClosesConnectionsStillChoosing() throws {
         let loop = try EventLoop()
-        let server = HTTP2Server(loop: loop, delegate: Refusals())
+        let refusals = Refusals()
+        let server = HTTP2Server(loop: loop, delegate: refusals)
         server.http1 = FakeHTTP1()
         let (peer, serverEnd) = InMemoryTransport.pair(loop: loop)
         server.accept(serverEnd)
         server.close()
         #expect(loop.run(until: { peer.peerHasClosed }, timeoutNanoseconds: 10 * seconds))
         #expect(server.connectionsRefused == 0)
+        #expect(refusals.reasons.isEmpty)
     }
 }
