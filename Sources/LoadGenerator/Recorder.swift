@@ -29,18 +29,40 @@ public final class LiveCounters: Sendable {
 /// The seconds one driver thread closed, handed to the main thread as they close (once a second, off
 /// the per-request path): the main thread takes them every few milliseconds and merges the threads'
 /// seconds, so no thread keeps its seconds until the run ends.
+///
+/// A second travels with its histograms as they are, copied into a spare pair; the main thread encodes
+/// them (``take()``), zeroes them and gives them back as the next spare. Encoding (a scan of every
+/// bucket and a zlib stream) took the driver thread about a millisecond each second, which every
+/// request falling due meanwhile waited out and carried in its latency.
 public final class IntervalOutbox: Sendable {
-    private struct State {
-        var intervals: [TimelineInterval] = []
+    private struct State: @unchecked Sendable {
+        // Whoever holds a histogram here or in a ``ClosedSecond`` is its only user.
+        var closed: [ClosedSecond] = []
+        var spares: [(HdrHistogram, HdrHistogram)] = []
         var ended = false
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    /// An empty outbox.
-    public init() {}
+    /// An empty outbox with one spare pair of latency histograms.
+    public init() {
+        var s = State()
+        s.closed.reserveCapacity(4)
+        s.spares.reserveCapacity(2)
+        s.spares.append((HdrHistogram.latencyMicroseconds(), HdrHistogram.latencyMicroseconds()))
+        state = Mutex(s)
+    }
 
-    func put(_ interval: TimelineInterval) {
-        state.withLock { $0.intervals.append(interval) }
+    /// Hands over a copy of `latency` and `serviceTime` with the second's counts; the caller may zero
+    /// its own at once. A pair is made only when the main thread has not given the last one back.
+    func put(second: Int, sent: Int64, completed: Int64, succeeded: Int64, failed: Int64, transportErrors: Int64,
+             latency: HdrHistogram, serviceTime: HdrHistogram) {
+        let spare = state.withLock { $0.spares.popLast() }
+        let (l, t) = spare ?? (latency.emptyCopy(), serviceTime.emptyCopy())
+        l.add(latency)
+        t.add(serviceTime)
+        let closed = ClosedSecond(second: second, sent: sent, completed: completed, succeeded: succeeded, failed: failed,
+                                  transportErrors: transportErrors, latency: l, serviceTime: t)
+        state.withLock { $0.closed.append(closed) }
     }
 
     func end() {
@@ -48,14 +70,36 @@ public final class IntervalOutbox: Sendable {
     }
 
     /// The seconds closed since the last call, in order, and whether the thread will close no more
-    /// (true only once every second it closed has been taken).
+    /// (true only once every second it closed has been taken). Encodes their histograms on the
+    /// calling thread.
     public func take() -> (intervals: [TimelineInterval], ended: Bool) {
-        state.withLock { s in
-            let out = s.intervals
-            s.intervals = []
+        let (closed, ended) = state.withLock { s in
+            let out = s.closed
+            s.closed.removeAll(keepingCapacity: true)
             return (out, s.ended)
         }
+        if closed.isEmpty { return ([], ended) }
+        let intervals = closed.map { c in
+            TimelineInterval(second: c.second, sent: c.sent, completed: c.completed, succeeded: c.succeeded, failed: c.failed,
+                             transportErrors: c.transportErrors, latency: c.latency, serviceTime: c.serviceTime)
+        }
+        for c in closed {
+            c.latency.reset()
+            c.serviceTime.reset()
+        }
+        state.withLock { s in
+            for c in closed where s.spares.count < 2 { s.spares.append((c.latency, c.serviceTime)) }
+        }
+        return (intervals, ended)
     }
+}
+
+/// One closed second on its way from a driver thread to the main thread, histograms not yet encoded.
+private struct ClosedSecond {
+    var second: Int
+    var sent: Int64, completed: Int64, succeeded: Int64, failed: Int64, transportErrors: Int64
+    var latency: HdrHistogram
+    var serviceTime: HdrHistogram
 }
 
 /// Everything one driver thread measured: counts per phase, the measured histograms and its seconds.
@@ -135,9 +179,8 @@ public final class Recorder {
     }
 
     private func closeSecond() {
-        outbox.put(TimelineInterval(second: second, sent: secSent, completed: secCompleted, succeeded: secOK,
-                                    failed: secFailed, transportErrors: secErrors,
-                                    latency: intervalLatency, serviceTime: intervalService))
+        outbox.put(second: second, sent: secSent, completed: secCompleted, succeeded: secOK, failed: secFailed,
+                   transportErrors: secErrors, latency: intervalLatency, serviceTime: intervalService)
         intervalLatency.reset()
         intervalService.reset()
         secSent = 0; secCompleted = 0; secOK = 0; secFailed = 0; secErrors = 0

@@ -1,6 +1,7 @@
 import Testing
 import CAllocCounter
 @testable import LoadGenerator
+import PushMetrics
 
 /// A port that completes nothing by itself and never allocates: the test answers streams in order.
 private final class RingPort: RequestPort {
@@ -55,6 +56,39 @@ private final class RingPort: RequestPort {
         }
         #expect(best == 0)
         #expect(core.recorder.measured.completed > 5_000)
+    }
+
+    /// Closing a second on the driver thread hands its histograms over, copied into a spare pair, and
+    /// allocates nothing: the main thread encodes them when it takes them, and gives the pair back.
+    @Test func closingASecondAllocatesNothingOnTheDriverThread() {
+        #expect(pb_alloc_counter_active() != 0)
+        let recorder = Recorder()
+        recorder.begin(at: 0, measurementStart: 0)
+        let second: UInt64 = 1_000_000_000
+        func fill(_ s: UInt64) {   // 1,000 responses in second s, 150-1,049 µs each
+            for k in 0..<UInt64(1_000) {
+                recorder.recordResponse(.measured, status: 200, reason: 0, latencyNs: 150_000 + k * 1_000,
+                                        serviceNs: 100_000, at: s * second + k * 1_000_000)
+            }
+        }
+        var allocations: [UInt64] = []
+        var taken: [TimelineInterval] = []
+        for s in UInt64(0)..<4 {
+            fill(s)
+            pb_alloc_reset()
+            recorder.tick(at: (s + 1) * second, inFlight: 0, backlog: 0)   // the second closes here
+            allocations.append(pb_alloc_count())
+            taken += recorder.outbox.take().intervals   // the main thread's part
+        }
+        #expect(allocations.dropFirst().allSatisfy { $0 == 0 }, "allocations per closed second: \(allocations)")
+        #expect(taken.map(\.second) == [0, 1, 2, 3])
+        let expected = HdrHistogram.latencyMicroseconds()
+        for k in Int64(0)..<1_000 { expected.record(150 + k) }
+        for interval in taken {
+            #expect(interval.completed == 1_000)
+            #expect(interval.latency.decode().hasSameCounts(as: expected))
+            #expect(interval.serviceTime.decode().count(atValue: 100) == 1_000)
+        }
     }
 }
 
