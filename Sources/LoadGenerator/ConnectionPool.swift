@@ -261,7 +261,14 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     }
 
     private func notePeer(_ s: HTTP2Settings) {
-        stats.peerMaxStreams = min(stats.peerMaxStreams ?? s.maxConcurrentStreams, s.maxConcurrentStreams)
+        stats.peerMaxStreams = s.maxConcurrentStreams
+    }
+
+    /// ``stats`` with the peer stream limit in force now: the lowest of the connected connections'.
+    var finalStats: ConnectionStats {
+        var s = stats
+        if let limit = active.lazy.filter(\.isConnected).map(\.peerMaxConcurrentStreams).min() { s.peerMaxStreams = limit }
+        return s
     }
 
     /// Drops the connections and the timer (after ``closeAll()``), so they are gone before the loop closes.

@@ -18,6 +18,8 @@ protocol DriverPool: RequestPort {
     var firstError: String? { get }
     /// Connection counters.
     var stats: ConnectionStats { get }
+    /// The counters at the end of the run, the peer's stream limit as it stands then.
+    var finalStats: ConnectionStats { get }
     /// Tokens pruned as gone, and whether every one was.
     var pruned: TokenSet { get }
     var tokensExhausted: Bool { get }
@@ -27,4 +29,8 @@ protocol DriverPool: RequestPort {
     func closeAll()
     /// Drops the connections and timers before the loop closes.
     func release()
+}
+
+extension DriverPool {
+    var finalStats: ConnectionStats { stats }
 }

@@ -8,7 +8,9 @@ public struct ConnectionStats: Sendable, Equatable {
     public var lost = 0
     /// Connects that failed or timed out.
     public var connectFailures = 0
-    /// Lowest SETTINGS_MAX_CONCURRENT_STREAMS the peer announced (nil: never connected).
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS in force at the end of the run: the lowest on the
+    /// connections still open, else the last announced (nil: never connected). Not the lowest ever
+    /// heard: APNs starts a provider-token connection at 1 and raises it after the first valid token.
     public var peerMaxStreams: Int?
     /// The TLS handshakes (nil over h2c, or before any connected).
     public var tls: TLSHandshakes?

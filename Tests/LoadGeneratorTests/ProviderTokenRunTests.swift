@@ -73,6 +73,8 @@ import Testing
         let r = try LoadRun.run(configuration(gw, try settings(), rate: nil, requests: 2_000))
         #expect(r.measured.succeeded == 2_000, "\(r.measured.reasonCounts)")
         #expect(r.stats.providerTokenRefreshes == 0)
+        // Each connection began at 1 stream; the first valid token raised it, and the run reports that.
+        #expect(r.stats.connections.peerMaxStreams == 1_000)
         let seen = gw.stop()
         #expect(Array(seen.byStatus.keys) == [200], "the gateway answered every request 200")
     }

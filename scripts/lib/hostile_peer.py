@@ -49,7 +49,9 @@ def serve(sock):
     conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
     settings = {h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1 if MODE == "streams-1" else 100,
                 h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20}
-    conn.update_settings(settings)
+    # In the first SETTINGS frame: update_settings() before initiate_connection() would send them
+    # first and then h2's defaults (100 streams), which, being later, are the ones in force.
+    conn.local_settings = h2.settings.Settings(client=False, initial_values=settings)
     conn.initiate_connection()
     sock.sendall(conn.data_to_send())
     answered, last = 0, 0
