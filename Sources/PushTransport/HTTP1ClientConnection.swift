@@ -8,8 +8,10 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable, Cli
     let loop: EventLoop
     /// The configuration given at init.
     public let configuration: HTTP1ClientConfiguration
-    /// Receives events; held weakly.
-    public weak var delegate: HTTP1ClientDelegate?
+    /// Receives events; held unowned: it must outlive the connection, or be set to nil first.
+    // Not weak, for the reason HTTP2ClientConnection gives: the load generator's pool, retained and
+    // released several times per request, would take the runtime's slow path each time.
+    public unowned var delegate: HTTP1ClientDelegate?
     var transport: ByteTransport?
     final var flushScheduled = false
     private var parser: HTTP1Parser!
