@@ -152,7 +152,7 @@ public final class GatewayStateMachine {
         failureTotal = configuration.failures.reduce(0) { $0 + $1.fraction }
         latencyOn = configuration.latency != .none
         tokenAuth = configuration.auth.mode == .token ? ProviderTokenAuthenticator(configuration.auth) : nil
-        fcm = FCMEngine(configuration: configuration, loopIndex: loopIndex, counters: counters.fcm, clock: clock)
+        fcm = FCMEngine(rules: rules, loopIndex: loopIndex, counters: counters.fcm, clock: clock)
     }
 
     deinit {

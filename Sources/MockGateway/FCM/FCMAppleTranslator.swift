@@ -12,13 +12,16 @@ import PushVocabulary
 /// Only `--capture` needs the payload's bytes: the APNs checks look at its size alone (it is a JSON
 /// object by construction). Without capture the writer only counts: same walk, same size, no copies.
 struct FCMAppleTranslator {
-    let configuration: GatewayConfiguration
+    /// The state machine's configuration at its fixed address: held as a value, Swift copied all of it
+    /// onto the stack for every translation, twice.
+    let rules: UnsafePointer<GatewayConfiguration>
     /// The reused payload, expiration and topic buffers.
     let storage: FCMStorage
 
-    init(configuration: GatewayConfiguration) {
-        self.configuration = configuration
-        storage = FCMStorage(appleTopic: configuration.fcm.appleTopic)
+    /// A translator checking against `rules`, which must outlive it (the state machine that owns both).
+    init(rules: UnsafePointer<GatewayConfiguration>) {
+        self.rules = rules
+        storage = FCMStorage(appleTopic: rules.pointee.fcm.appleTopic)
     }
 
     /// The translation: the APNs request (its views valid until the next translation), or the FCM
@@ -32,7 +35,7 @@ struct FCMAppleTranslator {
     /// when `validateOnly`); `expirationSeconds` is the default `apns-expiration`.
     func build(_ m: FCMMessage, from reader: FCMMessageReader, messageID: UInt64, validateOnly: Bool,
                expirationSeconds: UInt64) -> Built {
-        var w = configuration.fcm.capture > 0 ? ByteWriter(storage.payload) : ByteWriter(countingOnly: storage.payload)
+        var w = rules.pointee.fcm.capture > 0 ? ByteWriter(storage.payload) : ByteWriter(countingOnly: storage.payload)
         var flags = ApsFlags()
         w.literal("{\"aps\":{")
         var first = true
@@ -119,10 +122,7 @@ struct FCMAppleTranslator {
         }
         // Without capture these bytes are not the payload (nothing reads them): only the count is.
         r.body = UnsafeRawBufferPointer(rebasing: storage.payload[0..<w.count])
-        let rejected = withUnsafePointer(to: configuration) {
-            GatewayStateMachine.validateAPNs(r, configuration: $0, checkPath: false)
-        }
-        if let reason = rejected {
+        if let reason = GatewayStateMachine.validateAPNs(r, configuration: rules, checkPath: false) {
             if reason == .payloadTooLarge {
                 let limit = PayloadLimits.apns(equals(r.pushType!, "voip") ? .voip : .alert)
                 built.problem = .error(.invalidArgument, .payloadTooBig, FCMInlineText(), UInt64(w.count), UInt64(limit))

@@ -36,7 +36,10 @@ struct FCMEngine {
     private let checksAccessTokens: Bool
     private var tokenEndpoint: OAuthTokenEndpoint
 
-    init(configuration: GatewayConfiguration, loopIndex: Int, counters: FCMCounters, clock: GatewayClock) {
+    /// The engine of one loop, configured by `rules`: its state machine's configuration at a fixed
+    /// address, which the translator reads on every request and which must outlive the engine.
+    init(rules: UnsafePointer<GatewayConfiguration>, loopIndex: Int, counters: FCMCounters, clock: GatewayClock) {
+        let configuration = rules.pointee
         let wallClockMillis = clock.wallMillis
         self.clock = clock
         checksAccessTokens = configuration.fcm.auth == .oauth
@@ -44,7 +47,7 @@ struct FCMEngine {
         self.configuration = configuration
         self.counters = counters
         let fcm = configuration.fcm
-        translator = FCMAppleTranslator(configuration: configuration)
+        translator = FCMAppleTranslator(rules: rules)
         let loops = Double(max(1, configuration.threads))
         if let q = fcm.quota {
             quota = QuotaWindow(limit: max(1, UInt64((Double(q.messages) / loops).rounded(.up))), windowNanos: q.windowNanos)
