@@ -29,9 +29,10 @@ import Testing
             var state = auth.newConnection()
             #expect(check(header, &state) == nil, "\(header.prefix(10))")
         }
-        for header in ["Basic \(token)", "bearer", "bearer ", "bearer    ", "bearer\t\(token)", token, "bearerx \(token)"] {
+        // No bearer scheme, or no token after it: no provider token was specified.
+        for header in ["Basic \(token)", "basic abc", "bearer", "bearer ", "bearer    ", "bearer\t\(token)", token, "bearerx \(token)"] {
             var state = auth.newConnection()
-            #expect(check(header, &state) == .invalidProviderToken, "\(header.prefix(10))")
+            #expect(check(header, &state) == .missingProviderToken, "\(header.prefix(10))")
         }
     }
 
@@ -40,6 +41,25 @@ import Testing
         #expect(check(nil, &state) == .missingProviderToken)
         #expect(check("", &state) == .missingProviderToken)
         #expect(!state.hasValidToken)
+    }
+
+    @Test func aDERSignatureIsAcceptedAndABadOneIsInvalid() {
+        let der = AuthFixture.derSignedToken()
+        var state = auth.newConnection()
+        #expect(check("bearer " + der, &state) == nil)
+        #expect(state.hasValidToken)
+        #expect(check("bearer " + der, &state) == nil, "answered from the cache")
+        for (what, token) in [("a trailing byte", AuthFixture.derSignedToken(.trailingByte)),
+                              ("a non-minimal integer", AuthFixture.derSignedToken(.nonMinimalInteger)),
+                              ("r out of range", AuthFixture.derSignedToken(.rOutOfRange)),
+                              ("s out of range", AuthFixture.derSignedToken(.sOutOfRange)),
+                              ("signed by another key", AuthFixture.derSignedToken(key: AuthFixture.otherKey))] {
+            var fresh = auth.newConnection()
+            #expect(check("bearer " + token, &fresh) == .invalidProviderToken, "\(what)")
+            #expect(!fresh.hasValidToken, "\(what)")
+        }
+        var raw = auth.newConnection()
+        #expect(check("bearer " + AuthFixture.token(), &raw) == nil, "r ‖ s still works")
     }
 
     @Test func everyInvalidTokenIsInvalidProviderToken() {
