@@ -93,9 +93,9 @@ enum AuthFixture {
         }
 
         func client(topic: String? = "com.example.app", environments: APNsCertificateEnvironments = .both,
-                    days: Int = 365, notBeforeDays: Int = 1) -> X509Certificate {
+                    topics: [String] = [], days: Int = 365, notBeforeDays: Int = 1) -> X509Certificate {
             try! authority.issueClientCertificate(topic: topic, key: try! ES256PrivateKey.generate(), environments: environments,
-                                                  days: days, notBeforeDays: notBeforeDays)
+                                                  topics: topics, days: days, notBeforeDays: notBeforeDays)
         }
     }
 }

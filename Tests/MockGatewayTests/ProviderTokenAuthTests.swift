@@ -261,7 +261,8 @@ import Testing
 
     @Test func aGoodCertificateIsAcceptedAndGivesTheTopic() {
         var h = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client())
-        #expect(h.connection.certificate == ClientCertificateIdentity(problem: nil, detail: "ok", topic: "com.example.app"))
+        #expect(h.connection.certificate == ClientCertificateIdentity(problem: nil, detail: "ok", topic: "com.example.app",
+                                                                      topics: ["com.example.app"]))
         #expect(h.machine.initialMaxConcurrentStreams == 1000)
         #expect(h.status(TestRequest(headers: [])) == (200, nil), "no apns-topic: the certificate's UID")
         #expect(h.status(TestRequest(headers: [("apns-topic", "com.example.app")])) == (200, nil))
@@ -290,6 +291,50 @@ import Testing
     @Test func noTopicAndNoUIDIsMissingTopic() {
         var h = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(topic: nil))
         #expect(h.status(TestRequest(headers: [])) == (400, "MissingTopic"))
+        // A certificate naming no topic at all (not shaped like Apple's) limits none.
         #expect(h.status(TestRequest(headers: [("apns-topic", "com.example.app")])) == (200, nil))
+        #expect(h.status(TestRequest(headers: [("apns-topic", "org.other.app")])) == (200, nil))
+    }
+
+    @Test func aTopicTheCertificateDoesNotCoverIsBadTopic() {
+        let app = "com.example.app"
+        let universal = ca.client(topic: app, topics: [app, app + ".voip", app + ".complication"])
+        #expect(universal.topics == [app, app + ".voip", app + ".complication"])
+        var h = Harness(AuthFixture.configuration(ca.certAuth()), certificate: universal)
+        #expect(h.status(TestRequest(headers: [("apns-topic", app)])) == (200, nil))
+        #expect(h.status(TestRequest(headers: [("apns-topic", app + ".voip"), ("apns-push-type", "voip")])) == (200, nil))
+        #expect(h.status(TestRequest(headers: [("apns-topic", app + ".complication")])) == (200, nil))
+        #expect(h.status(TestRequest(headers: [("apns-topic", "org.other.app")])) == (400, "BadTopic"))
+        #expect(h.status(TestRequest(headers: [("apns-topic", app + ".voi")])) == (400, "BadTopic"))
+        #expect(h.status(TestRequest(headers: [("apns-topic", "COM.EXAMPLE.APP")])) == (400, "BadTopic"))
+        #expect(h.status(TestRequest(headers: [])) == (200, nil), "no apns-topic: the certificate's own")
+        #expect(h.stats.byReason["BadTopic"] == 3)
+
+        // A certificate with the UID alone covers that topic only.
+        var uidOnly = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(topic: app))
+        #expect(uidOnly.status(TestRequest(headers: [("apns-topic", app)])) == (200, nil))
+        #expect(uidOnly.status(TestRequest(headers: [("apns-topic", app + ".voip")])) == (400, "BadTopic"))
+    }
+
+    @Test func theTopicIsCheckedWithAuthenticationInAPNsOrder() {
+        var h = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(topic: "com.example.app"))
+        // After the path and token checks, before the payload ones.
+        #expect(h.status(TestRequest(headers: [("apns-topic", "org.other.app")], body: "")) == (400, "BadTopic"))
+        #expect(h.status(TestRequest(path: "/3/device/zz", headers: [("apns-topic", "org.other.app")])) == (400, "BadDeviceToken"))
+        // A bad certificate is answered as such whatever the topic.
+        var expired = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(days: 1, notBeforeDays: 2))
+        #expect(expired.status(TestRequest(headers: [("apns-topic", "org.other.app")])) == (403, "BadCertificate"))
+    }
+
+    @Test func certificateAuthenticatedRequestsAllocateNothing() {
+        let app = "com.example.app"
+        var h = Harness(AuthFixture.configuration(ca.certAuth()),
+                        certificate: ca.client(topic: app, topics: [app, app + ".voip", app + ".complication"]))
+        let best = h.allocationsPer1000(TestRequest(headers: [("apns-topic", app + ".complication")]))
+        #expect(h.stats.byStatus[200] == 5000)
+        #expect(best == 0, "\(best) allocations per 1000 certificate-authenticated requests")
+        let refused = h.allocationsPer1000(TestRequest(headers: [("apns-topic", "org.other.app")]))
+        #expect(h.stats.byReason["BadTopic"] == 5000)
+        #expect(refused == 0, "\(refused) allocations per 1000 BadTopic answers")
     }
 }
