@@ -342,7 +342,7 @@ public final class GatewayStateMachine {
         let authorization = request.authorization
         let topic = request.topic
         if let reason = Self.validateAPNs(request, configuration: rules, checkPath: true,
-                                          topicFromCertificate: connection.certificate?.topic != nil, authenticate: {
+                                          topicFromCertificate: connection.certificate?.suppliesTopic == true, authenticate: {
             authenticate(authorization, topic: topic, &connection, now: now)
         }) { return reason }
         // The last check: a body that is not a JSON object. Apple documents no reason for it; PayloadEmpty

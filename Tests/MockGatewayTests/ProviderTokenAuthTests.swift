@@ -307,13 +307,18 @@ import Testing
         #expect(h.status(TestRequest(headers: [("apns-topic", "org.other.app")])) == (400, "BadTopic"))
         #expect(h.status(TestRequest(headers: [("apns-topic", app + ".voi")])) == (400, "BadTopic"))
         #expect(h.status(TestRequest(headers: [("apns-topic", "COM.EXAMPLE.APP")])) == (400, "BadTopic"))
-        #expect(h.status(TestRequest(headers: [])) == (200, nil), "no apns-topic: the certificate's own")
         #expect(h.stats.byReason["BadTopic"] == 3)
+        // Apple: with a certificate for several topics, apns-topic is required.
+        #expect(h.status(TestRequest(headers: [])) == (400, "MissingTopic"))
 
         // A certificate with the UID alone covers that topic only.
         var uidOnly = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(topic: app))
         #expect(uidOnly.status(TestRequest(headers: [("apns-topic", app)])) == (200, nil))
         #expect(uidOnly.status(TestRequest(headers: [("apns-topic", app + ".voip")])) == (400, "BadTopic"))
+        #expect(uidOnly.status(TestRequest(headers: [])) == (200, nil), "no apns-topic: the certificate's own")
+        // So does a certificate whose extension lists only its own topic.
+        var single = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(topic: app, topics: [app]))
+        #expect(single.status(TestRequest(headers: [])) == (200, nil))
     }
 
     @Test func theTopicIsCheckedWithAuthenticationInAPNsOrder() {

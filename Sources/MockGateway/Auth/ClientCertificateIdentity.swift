@@ -25,6 +25,10 @@ public struct ClientCertificateIdentity: Equatable, Sendable {
     /// request's `apns-topic` is compared with, without walking an array of arrays per request.
     private var coveredTopics: [UInt8]
 
+    /// Whether a request without `apns-topic` takes the certificate's topic: when it has one and covers
+    /// no other (Apple: with a certificate for several topics, `apns-topic` is required).
+    public var suppliesTopic: Bool { topic != nil && topics.count <= 1 }
+
     /// A verdict; see the properties.
     public init(problem: APNsReason?, detail: String, topic: String?, topics: [String] = []) {
         self.problem = problem
