@@ -20,6 +20,24 @@ import Glibc
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
+    /// Whether something accepts connections on 127.0.0.1:`port` within 10 s.
+    static func waitForListener(_ port: Int) -> Bool {
+        for _ in 0..<200 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            addr.sin_port = in_port_t(UInt16(port).bigEndian)
+            let r = withUnsafeMutablePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if r == 0 { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
     static func write(_ text: String, _ dir: URL, _ name: String) -> String {
         let url = dir.appendingPathComponent(name)
         try? text.write(to: url, atomically: true, encoding: .utf8)
@@ -105,13 +123,15 @@ import Glibc
         let egress = Self.freePort(), front = Self.freePort()
         let relay = Process()
         relay.executableURL = URL(fileURLWithPath: nghttpx)
-        relay.arguments = ["-f127.0.0.1,\(front)", "-b127.0.0.1,\(egress);;proto=h2;tls", "--insecure", "--no-ocsp", "--workers=1",
+        relay.arguments = ["--conf=/dev/null", "-f127.0.0.1,\(front)", "-b127.0.0.1,\(egress);;proto=h2;tls", "--insecure", "--no-ocsp", "--workers=1",
                            "--backend-connections-per-host=4", "--errorlog-file=/dev/null", key, cert]
         relay.standardOutput = FileHandle.nullDevice
         relay.standardError = FileHandle.nullDevice
         try relay.run()
-        defer { relay.terminate(); relay.waitUntilExit() }
-        usleep(500_000)
+        // Foundation starts children with SIGTERM blocked, so terminate() would not reach nghttpx; its
+        // worker process ends by itself once the master is gone.
+        defer { kill(relay.processIdentifier, SIGKILL); relay.waitUntilExit() }
+        #expect(Self.waitForListener(front), "nghttpx did not listen on \(front)")
         let request = Self.write(Self.apnsRequest, dir, "apns.http")
         let r = try PushbenchBinary.run(["pipeline", "--target", "https://127.0.0.1:\(front)", "--cacert", cert, "--request", request,
                                          "--egress-listen", "127.0.0.1:\(egress)", "--rps", "10000", "--requests", "100000",
