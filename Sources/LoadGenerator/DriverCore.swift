@@ -1,3 +1,5 @@
+import PushTransport
+
 /// What happened when the driver asked for a request to be started.
 public enum StartResult: Sendable, Equatable {
     /// The request is on a stream; its response or failure will come back with the same slot.
@@ -234,6 +236,9 @@ public final class DriverCore {
         pacerStorage?.deallocate()
     }
 
+    /// Where a pipeline run hears of each front-door answer (nil outside a pipeline run).
+    var answers: SPSCRing<FrontDoorAnswer>?
+
     /// Connects the core to the pool it sends through (not retained: the runtime owns both).
     public func attach(_ port: any RequestPort) { self.port = port }
 
@@ -387,6 +392,7 @@ public final class DriverCore {
     /// as the transport stamped it when it read the bytes.
     public func responded(slot: Int32, status: Int, reason: Int, at now: UInt64) {
         let r = slots[Int(slot)]
+        if let answers { answers.push(FrontDoorAnswer(index: r.sequence, status: UInt16(clamping: status), answeredAt: now)) }
         recorder.recordResponse(r.phase, status: status, reason: reason,
                                 latencyNs: now > r.intended ? now - r.intended : 0,
                                 serviceNs: now > r.sent ? now - r.sent : 0, at: now)

@@ -52,7 +52,7 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         pruned = TokenSet(capacity: config.pruneGoneTokens ? config.tokens.count : 0)
         slotToken = .allocate(capacity: config.connections * max(config.streams, 1))
         slotToken.initialize(repeating: 0, count: config.connections * max(config.streams, 1))
-        path = "/v1/projects/\(config.project)/messages:send"
+        path = config.frontDoor?.path ?? "/v1/projects/\(config.project)/messages:send"
         let (token, generation) = config.accessTokens?.current() ?? ("pushbench", 0)
         head = try Self.makeHead(config, path: path, token: token)
         headGeneration = generation
@@ -61,7 +61,10 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     deinit { slotToken.deallocate() }
 
     private static func makeHead(_ config: LoadConfiguration, path: String, token: String) throws -> HTTP1RequestHead {
-        try HTTP1RequestHead(path: path, host: config.authority,
+        if let door = config.frontDoor {
+            return try HTTP1RequestHead(method: door.method, path: path, host: config.authority, headers: door.headers.map { ($0.name, $0.value) })
+        }
+        return try HTTP1RequestHead(path: path, host: config.authority,
                              headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(token)")])
     }
 

@@ -119,6 +119,12 @@ public struct LoadConfiguration: Sendable {
     public var serverName: String?
     /// Bound on TCP connect plus the peer's first SETTINGS.
     public var connectTimeoutMilliseconds: UInt64 = 3_000
+    /// A pipeline run's front door (`pushbench pipeline --request FILE`): the method, path and headers
+    /// every request carries, its body made from ``template``; nil sends APNs or FCM requests.
+    public var frontDoor: FrontDoorRequest?
+    /// A pipeline run's taps: the correlation prefix the body carries and where each driver thread
+    /// reports its front-door answers (nil outside a pipeline run).
+    public var pipeline: PipelineTap?
     /// Builds each driver thread's payload encoder; nil uses `makePayloadEncoder`. A seam for tests
     /// (``EncoderStandIn``), not a user option.
     public var encoderFactory: (@Sendable (EncoderVariant, PayloadTemplate) -> any PayloadEncoder)?
@@ -161,9 +167,14 @@ extension LoadConfiguration {
     /// agent would. Both connection pools build their requests' values here.
     @inline(__always)
     func requestContext(sequence: Int64, tokenIndex: Int) -> RequestContext {
-        RequestContext(seq: UInt64(sequence), token: tokens.token(tokenIndex),
-                       messageID: PushRandom.uuid(seed: seed, index: UInt64(bitPattern: sequence)),
-                       badge: Int64(sequence % 99) + 1)
+        var context = RequestContext(seq: UInt64(sequence), token: tokens.token(tokenIndex),
+                                     messageID: PushRandom.uuid(seed: seed, index: UInt64(bitPattern: sequence)),
+                                     badge: Int64(sequence % 99) + 1)
+        if let pipeline {
+            context.pipelinePrefix = pipeline.prefixBytes
+            context.tokens = tokens
+        }
+        return context
     }
 }
 

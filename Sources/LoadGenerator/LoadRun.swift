@@ -37,6 +37,8 @@ public struct LoadResult {
     /// t0, the start of the schedule (warm-up included), in ns since the Unix epoch: `--start-at` exactly
     /// when it was given.
     public var t0UnixNs: Int64 = 0
+    /// t0 on the monotonic clock (``MonotonicClock``), for what is timed after the run.
+    public var t0Ns: UInt64 = 0
     /// How long after t0 this process's first request went out, and how late it was against its intended
     /// time, in ns (nil when nothing was sent, or in a closed loop): with a start time shared by several
     /// agents, how far this one's clock and start-up were behind the global schedule.
@@ -97,7 +99,8 @@ public enum LoadRun {
     public static func run(_ config: LoadConfiguration,
                            timeline: (Date) -> TimelineSink? = { _ in nil },
                            progress: (LiveSnapshot, Double) -> Void = { _, _ in },
-                           shouldStop: () -> Bool = { false }) throws(LoadRunError) -> LoadResult {
+                           shouldStop: () -> Bool = { false },
+                           poll: ((_ t0: UInt64) -> Void)? = nil) throws(LoadRunError) -> LoadResult {
         let shared = SharedRunState(threads: config.threads)
         let setupError = Mutex<String?>(nil)
         for i in 0..<config.threads {
@@ -105,6 +108,10 @@ public enum LoadRun {
                 nameCurrentThread("pb-driver-\(i)")
                 do {
                     switch config.pushProtocol {
+                    case _ where config.frontDoor != nil && config.http1:
+                        try DriverThread<HTTP1ConnectionPool>(config: config, index: i, shared: shared).run()
+                    case _ where config.frontDoor != nil:
+                        try DriverThread<ConnectionPool<FrontDoorRequestBuilder>>(config: config, index: i, shared: shared).run()
                     case .apns: try DriverThread<ConnectionPool<APNsRequestBuilder>>(config: config, index: i, shared: shared).run()
                     case .fcm where config.http1: try DriverThread<HTTP1ConnectionPool>(config: config, index: i, shared: shared).run()
                     case .fcm: try DriverThread<ConnectionPool<FCMRequestBuilder>>(config: config, index: i, shared: shared).run()
@@ -184,6 +191,7 @@ public enum LoadRun {
                 nextStealBoundary += 1_000_000_000
             }
             collector.collect()
+            poll?(t0)
             if t >= nextReport && t >= t0 {
                 var snapshot = LiveSnapshot(shared.live)
                 snapshot.tls = shared.tls.withLock { $0 }
@@ -198,6 +206,7 @@ public enum LoadRun {
         result.tokensExhausted = shared.tokensExhausted.load(ordering: .acquiring)
         result.loadAverageAtStart = loadAtStart
         result.t0UnixNs = t0Unix
+        result.t0Ns = t0
         if let a = stealAtStart, let b = MachineNoise.stealNanoseconds(), b >= a { result.stealSeconds = Double(b - a) / 1e9 }
         if stealMark != nil { sampleSteal() }  // the last, partial second
         collector.collect(final: true)

@@ -71,6 +71,9 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var scenarioFile: String?
     /// The FCM route's behaviours and token churn (FCM/FCMConfiguration.swift).
     public var fcm = FCMConfiguration()
+    /// A pipeline run's correlator: every push answered is matched to its request and queued for the
+    /// run (nil: no matching).
+    public var correlator: PushCorrelator?
     /// APNs authentication: provider tokens or client certificates (Auth/APNsAuthConfiguration.swift).
     public var auth = APNsAuthConfiguration()
 

@@ -53,8 +53,14 @@ final class GatewayLoop: HTTP2ServerDelegate {
     private var refusalsLogged = 0
     static let maxRefusalsLogged = 20
 
-    init(loop: EventLoop, machine: GatewayStateMachine, allCounters: [GatewayCounters]) {
+    /// The pipeline run's correlator and this loop's ring in it (nil: no matching).
+    private let correlator: PushCorrelator?
+    let loopIndex: Int
+
+    init(loop: EventLoop, machine: GatewayStateMachine, allCounters: [GatewayCounters], loopIndex: Int = 0) {
         self.loop = loop
+        self.loopIndex = loopIndex
+        correlator = machine.configuration.correlator
         self.machine = machine
         self.allCounters = allCounters
         var bytes: [UInt8] = []
@@ -202,6 +208,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
             let entry = unsafeDowncast(context, to: ConnectionEntry.self)
             var response = GatewayResponse(status: 200, apnsID: .unset)
             let decision = machine.decide(parsed, connection: &entry.state, now: request.receivedAt, response: &response)
+            if let correlator { correlate(correlator, decision, response, parsed, receivedAt: request.receivedAt, request.headers) }
             if case .respond = decision {
                 // The common answer goes straight out: a ResponseTarget would hold (retain) the connection.
                 send(response, on: connection, stream: request.streamID)
@@ -299,7 +306,34 @@ final class GatewayLoop: HTTP2ServerDelegate {
         parsed.body = request.body
         var response = GatewayResponse(status: 200, apnsID: .unset)
         let decision = machine.decide(parsed, connection: &entry.state, now: request.receivedAt, response: &response)
+        if let correlator {
+            let route = machine.route(method: parsed.method, path: parsed.path)
+            if route == .fcm || route == .apns {
+                let status = Self.answeredStatus(decision, response)
+                correlator.record(loop: loopIndex, route: route, status: status, arrivedAt: request.receivedAt, body: parsed.body,
+                                  headerCount: headers.count) { (headers[$0].name, headers[$0].value) }
+            }
+        }
         act(decision, response, .http1(connection, sequence: request.sequence), receivedAt: request.receivedAt)
+    }
+
+    /// A push's answer for the correlator: its status, or 0 when the connection is dropped instead.
+    @inline(__always)
+    static func answeredStatus(_ decision: GatewayDecision, _ response: borrowing GatewayResponse) -> Int {
+        switch decision {
+        case .respond, .respondLater: return Int(response.status)
+        default: return 0
+        }
+    }
+
+    /// Matches an HTTP/2 push to its request (a pipeline run): only the push routes count.
+    @inline(__always)
+    private func correlate(_ correlator: PushCorrelator, _ decision: GatewayDecision, _ response: borrowing GatewayResponse,
+                           _ parsed: GatewayRequest, receivedAt: UInt64, _ headers: HTTP2HeaderList) {
+        let route = machine.route(method: parsed.method, path: parsed.path)
+        guard route == .fcm || route == .apns else { return }
+        correlator.record(loop: loopIndex, route: route, status: Self.answeredStatus(decision, response), arrivedAt: receivedAt,
+                          body: parsed.body, headerCount: headers.count) { (headers[$0].name, headers[$0].value) }
     }
 
     /// APNs is HTTP/2 only, and answers an HTTP/1.1 request as an HTTP/2 server answers a client that

@@ -133,7 +133,7 @@ private func runLoop(configuration: GatewayConfiguration, index: Int, port: Int,
         return
     }
     let machine = GatewayStateMachine(configuration: configuration, loopIndex: index, counters: own, clock: clock)
-    let gateway = GatewayLoop(loop: loop, machine: machine, allCounters: counters)
+    let gateway = GatewayLoop(loop: loop, machine: machine, allCounters: counters, loopIndex: index)
     gateway.log = log
     var serverConfiguration = GatewayLoop.serverConfiguration(configuration, reusePort: configuration.threads > 1, connectionCap: cap)
     serverConfiguration.tls = tls

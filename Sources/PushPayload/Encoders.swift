@@ -160,6 +160,12 @@ public final class CopyEncoder: PayloadEncoder {
         case .messageID: uuid(r.messageID)
         case .uuid: uuid(r.messageID.derived(uuidIndex)); uuidIndex += 1
         case .text: escaped(r.text)
+        case .pipelineID:
+            reserve(PipelineID.maxLength)
+            length += PipelineID.write(r, to: buf + length)
+        case .tokenList(let n):
+            reserve(PipelineID.tokenListLength(r, count: n))
+            length += PipelineID.writeTokenList(r, count: n, to: buf + length)
         }
     }
 
@@ -282,6 +288,8 @@ enum FoundationValue: Encodable {
             defer { uuidIndex += 1 }
             return r.messageID.derived(uuidIndex).description
         case .text: return String(decoding: r.text, as: UTF8.self)
+        case .pipelineID: return PipelineID.text(prefix: Array(r.pipelinePrefix), index: r.seq)
+        case .tokenList: return ""  // unreachable: a bare placeholder, resolved in `resolve`
         }
     }
 
@@ -317,6 +325,12 @@ enum FoundationValue: Encodable {
             switch k {
             case .seq: return .uint(r.seq)
             case .badge: return .int(r.badge)
+            case .tokenList(let n):
+                guard let tokens = r.tokens, tokens.count > 0 else { return .array([]) }
+                return .array((0..<n).map { j in
+                    .string(String(decoding: tokens.token(PipelineID.fanOutTokenIndex(seq: r.seq, count: n, j: j, total: tokens.count)),
+                                   as: UTF8.self))
+                })
             default: return .string(slotString(k, r, &uuidIndex))  // unreachable: the compiler allows only numbers bare
             }
         }

@@ -41,8 +41,18 @@ public enum PlaceholderKind: Equatable, Sendable {
     case uuid(index: Int)
     /// `{{text}}`: the request's free text, escaped (inside a string).
     case text
+    /// `{{pipeline_id}}`: the request's correlation id, the run's prefix and its global index
+    /// (`pb-7f3a-000000123`), which a pipeline run finds again in the pushes (inside a string).
+    case pipelineID
+    /// `{{tokens:N}}`: a JSON array of N device-token strings, the request's fan-out (a bare value).
+    case tokenList(count: Int)
 
     var isNumber: Bool { self == .seq || self == .badge }
+    /// Whether the placeholder stands for a whole value rather than text inside a string.
+    var isBare: Bool {
+        if case .tokenList = self { return true }
+        return isNumber
+    }
 }
 
 /// Bounds used to decide at load time whether a template's output can exceed the size limit.
@@ -179,10 +189,12 @@ public final class PayloadTemplate: @unchecked Sendable {
             case .token: worst += options.maxTokenLength
             case .messageID, .uuid: worst += PushUUID.textLength
             case .text: worst += 6 * options.maxTextLength
+            case .pipelineID: worst += PipelineID.maxLength
+            case .tokenList(let n): worst += PipelineID.tokenListLength(count: n, tokenLength: options.maxTokenLength)
             }
         }
         maxLength = worst
-        lengthBound = slotList.contains { $0 == .token || $0 == .text } ? nil
+        lengthBound = slotList.contains { $0.hasVariableLength } ? nil
             : out.count + slotList.reduce(0) { $0 + ($1.isNumber ? 20 : PushUUID.textLength) }
         if let limit = options.limit, worst > limit, !options.allowOversize {
             let (line, column) = compiled.largestPadPosition ?? (1, 1)
@@ -213,9 +225,19 @@ public final class PayloadTemplate: @unchecked Sendable {
             case .token: n += JSONWriting.escapedLength(request.token)
             case .messageID, .uuid: n += PushUUID.textLength
             case .text: n += JSONWriting.escapedLength(request.text)
+            case .pipelineID: n += PipelineID.length(request)
+            case .tokenList(let count): n += PipelineID.tokenListLength(request, count: count)
             }
         }
         return n
+    }
+
+    /// Whether the template has a `{{pipeline_id}}`.
+    public var hasPipelineID: Bool { placeholders.contains(.pipelineID) }
+    /// The pushes a request asks for: the N of its `{{tokens:N}}` (the largest when there are several),
+    /// else 1.
+    public var fanOut: Int {
+        placeholders.compactMap { if case .tokenList(let n) = $0 { n } else { nil } }.max() ?? 1
     }
 
     /// Whether the payload for `request` would be over `limit` bytes (count it as PayloadTooLarge
@@ -244,6 +266,8 @@ public final class PayloadTemplate: @unchecked Sendable {
             case .messageID: request.messageID.write(to: dst + o); o += PushUUID.textLength
             case .uuid(let index): request.messageID.derived(index).write(to: dst + o); o += PushUUID.textLength
             case .text: o += JSONWriting.writeEscaped(request.text, to: dst + o)
+            case .pipelineID: o += PipelineID.write(request, to: dst + o)
+            case .tokenList(let count): o += PipelineID.writeTokenList(request, count: count, to: dst + o)
             }
         }
         (dst + o).copyMemory(from: src + s, byteCount: staticCount - s)
@@ -315,7 +339,9 @@ struct TemplateCompiler {
     }
 
     static let maxPad = 1 << 20
-    static let knownNames = "{{seq}}, {{badge}}, {{token}}, {{message_id}}, {{uuid}}, {{text}}, {{pad:N}}"
+    static let knownNames = "{{seq}}, {{badge}}, {{token}}, {{message_id}}, {{uuid}}, {{text}}, {{pad:N}}, {{pipeline_id}}, {{tokens:N}}"
+    /// The largest N of `{{tokens:N}}`.
+    static let maxFanOut = 1000
 
     func error(at offset: Int, _ reason: String) -> TemplateError {
         let (line, column) = bytes.withUnsafeBytes { JSON.position(of: offset, in: $0) }
@@ -362,6 +388,14 @@ struct TemplateCompiler {
                     }
                     pads.append((start: i, count: count))
                     placeholders.append(Placeholder(start: i, end: end, kind: .text, inString: true, pad: count))
+                } else if name.hasPrefix("tokens:") {
+                    guard !inString else {
+                        throw error(at: i, "{{\(name)}} is a JSON array of tokens; write it bare, without quotes: \"tokens\": {{\(name)}}")
+                    }
+                    guard let count = Int(name.dropFirst(7)), count >= 1, count <= Self.maxFanOut else {
+                        throw error(at: i, "bad {{tokens:N}}: N must be a whole number of tokens from 1 to \(Self.maxFanOut), not '\(name.dropFirst(7))'")
+                    }
+                    placeholders.append(Placeholder(start: i, end: end, kind: .tokenList(count: count), inString: false))
                 } else {
                     let kind: PlaceholderKind
                     switch name {
@@ -371,9 +405,10 @@ struct TemplateCompiler {
                     case "message_id": kind = .messageID
                     case "uuid": kind = .uuid(index: 0)
                     case "text": kind = .text
+                    case "pipeline_id": kind = .pipelineID
                     default: throw error(at: i, "unknown placeholder {{\(name)}} (known: \(Self.knownNames))")
                     }
-                    if !inString && !kind.isNumber {
+                    if !inString && !kind.isBare {
                         throw error(at: i, "{{\(name)}} is a string placeholder; write it inside quotes: \"{{\(name)}}\"")
                     }
                     placeholders.append(Placeholder(start: i, end: end, kind: kind, inString: inString))

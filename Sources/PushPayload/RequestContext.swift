@@ -2,7 +2,7 @@
 // context points at; the encoders only read them, so the zerocopy path allocates nothing.
 
 /// Values that change per request: `{{seq}}`, `{{badge}}`, `{{message_id}}` (and the `{{uuid}}`s
-/// derived from it), `{{token}}`, `{{text}}`.
+/// derived from it), `{{token}}`, `{{text}}`, `{{pipeline_id}}`, `{{tokens:N}}`.
 ///
 ///     tokens.withToken(k % tokens.count) { tok in
 ///         let ctx = RequestContext(seq: k, token: tok, messageID: rng.uuid())
@@ -19,15 +19,23 @@ public struct RequestContext {
     public var token: UnsafeRawBufferPointer
     /// Free UTF-8 text (`{{text}}`), e.g. a chat message; must be valid UTF-8; escaped when written.
     public var text: UnsafeRawBufferPointer
+    /// The run's correlation prefix (`pb-7f3a-`), written before `seq` by `{{pipeline_id}}`.
+    public var pipelinePrefix: UnsafeRawBufferPointer
+    /// The tokens `{{tokens:N}}` draws from: request `seq` gets tokens `seq·N … seq·N+N-1` (mod count).
+    public var tokens: DeviceTokens?
 
     /// A context; `token` and `text` must stay valid while the encoder runs.
     public init(seq: UInt64, token: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
                 messageID: PushUUID, badge: Int64 = 1,
-                text: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
+                text: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+                pipelinePrefix: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+                tokens: DeviceTokens? = nil) {
         self.seq = seq
         self.badge = badge
         self.messageID = messageID
         self.token = token
         self.text = text
+        self.pipelinePrefix = pipelinePrefix
+        self.tokens = tokens
     }
 }

@@ -8,7 +8,7 @@ import Glibc
 public enum PushbenchMain {
     /// Every subcommand; `run` is the default when the first argument is an option or absent.
     public static var commands: [any PushbenchCommand.Type] { [
-        RunCommand.self, GatewayCommand.self, CompareCommand.self, MergeCommand.self, ReportCommand.self, CapacityCommand.self,
+        RunCommand.self, PipelineCommand.self, GatewayCommand.self, CompareCommand.self, MergeCommand.self, ReportCommand.self, CapacityCommand.self,
         CredentialsCommand.self,
     ] }
 

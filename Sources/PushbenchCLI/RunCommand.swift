@@ -47,11 +47,35 @@ public enum TokensOption: Equatable, Sendable {
     case file(String)
 }
 
+/// The options `pushbench pipeline` adds to those it shares with `run` (PipelineCommand.swift).
+public struct PipelineOptions: Equatable, Sendable {
+    /// `--request`: the `.http` file.
+    public var requestFile: String?
+    /// `--egress-listen`: where the gateway the service pushes to listens.
+    public var egressHost = "127.0.0.1"
+    /// See ``egressHost``; nil when `--egress-listen` was not given.
+    public var egressPort: Int?
+    /// `--egress-h2c`: the egress speaks h2c instead of TLS.
+    public var egressH2C = false
+    /// `--tls-cert-out`: where the egress writes the CA the service must trust.
+    public var certificateOut: String?
+    /// `--drain`: how long pushes are waited for after the last request, in seconds.
+    public var drainSeconds: Double = 5
+    /// `--correlate`: where the gateway looks for the id.
+    public var correlate: CorrelationSource = .anywhere
+    /// `--no-correlation`: the request carries no id; pushes are counted, not matched.
+    public var noCorrelation = false
+    /// `--h2c`: an http:// front door spoken to with HTTP/2 (prior knowledge) instead of HTTP/1.1.
+    public var h2c = false
+}
+
 /// Every option of `pushbench run`, validated. The values here are what an absent option gives;
 /// ``RunCommand/options`` declares each option (its syntax, default as shown, help and parser).
 public struct RunOptions: Equatable, Sendable {
     /// `--target`: nil starts the embedded mock gateway.
     public var target: String?
+    /// `pushbench pipeline`'s own options (unused by `run`).
+    public var pipeline = PipelineOptions()
     /// `--tls`: the embedded gateway serves TLS with a generated certificate, which the run trusts.
     public var tls = false
     /// `--cacert`: trust the CAs in this PEM file instead of the system's.
