@@ -118,7 +118,8 @@ def parse_arguments():
     p.add_argument("--stall-at", type=seconds, metavar="S", help="fault: S seconds after the first request ...")
     p.add_argument("--stall-for", type=seconds, metavar="D", help="... the workers send nothing for D seconds")
     p.add_argument("--die-after", type=positive, metavar="N",
-                   help="fault: exit abruptly (status 70, nothing flushed) when request N+1 arrives")
+                   help="fault: exit abruptly (status 70) right after answering request N 202: its pushes and "
+                        "those still queued are never sent")
     a = p.parse_args()
     host, sep, port = a.listen.rpartition(":")
     if not sep or not port.isdigit():
@@ -225,9 +226,6 @@ class Service:
 
     async def notify(self, request):
         a = self.args
-        if a.die_after and self.counts["accepted"] >= a.die_after:
-            log("--die-after %d: exiting now" % a.die_after)
-            os._exit(70)
         try:
             job = parse_notify(await request.read())
         except ValueError as e:
@@ -240,11 +238,17 @@ class Service:
                 loop = asyncio.get_running_loop()
                 loop.call_later(a.stall_at, self.stall)
                 loop.call_later(a.stall_at + a.stall_for, self.resume)
+        answer = web.json_response({"id": job[0], "pushes": len(job[2])}, status=202)
+        if a.die_after and self.counts["accepted"] == a.die_after:
+            await answer.prepare(request)
+            await answer.write_eof()
+            log("--die-after %d: exiting now, %d requests unsent" % (a.die_after, self.queue.qsize() + 1))
+            os._exit(70)
         if a.drop_every and self.counts["accepted"] % a.drop_every == 0:
             self.counts["dropped"] += 1
         else:
             self.queue.put_nowait(job)
-        return web.json_response({"id": job[0], "pushes": len(job[2])}, status=202)
+        return answer
 
     def stall(self):
         log("--stall-at %g: the workers send nothing for %gs" % (self.args.stall_at, self.args.stall_for))
