@@ -340,20 +340,22 @@ public final class GatewayStateMachine {
     @inline(__always)
     private func validate(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState, now: UInt64) -> APNsReason? {
         let authorization = request.authorization
+        let topic = request.topic
         if let reason = Self.validateAPNs(request, configuration: rules, checkPath: true,
-                                          topicFromCertificate: connection.certificate?.topic != nil, authenticate: {
-            authenticate(authorization, &connection, now: now)
+                                          topicFromCertificate: connection.certificate?.suppliesTopic == true, authenticate: {
+            authenticate(authorization, topic: topic, &connection, now: now)
         }) { return reason }
         // The last check: a body that is not a JSON object. Apple documents no reason for it; PayloadEmpty
         // is the closest of its strings (clients turn unknown reasons into errors), see docs/gateway.md.
         return bodies.isObject(request.body) ? nil : .payloadEmpty
     }
 
-    /// The authentication step: the connection's certificate verdict, or its provider token's.
+    /// The authentication step: the connection's certificate verdict (for `topic`, the request's
+    /// `apns-topic`), or its provider token's.
     @inline(__always)
-    private func authenticate(_ authorization: UnsafeRawBufferPointer?, _ connection: inout GatewayConnectionState,
-                              now: UInt64) -> APNsReason? {
-        if let certificate = connection.certificate { return certificate.problem }
+    private func authenticate(_ authorization: UnsafeRawBufferPointer?, topic: UnsafeRawBufferPointer?,
+                              _ connection: inout GatewayConnectionState, now: UInt64) -> APNsReason? {
+        if connection.certificate != nil { return connection.certificate!.verdict(topic: topic) }
         guard let tokenAuth else { return nil }
         return tokenAuth.check(authorization, &connection.tokens!, now: now,
                                wallSeconds: clock.wallMillis(at: now) / 1000)

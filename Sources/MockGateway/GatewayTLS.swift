@@ -4,7 +4,7 @@ import PushTransport
 
 /// How the gateway serves TLS: off (h2c, the default), a certificate and key from files
 /// (`--tls-cert`, `--tls-key`), or a certificate generated at start (`--tls`, `--tls-name`,
-/// `--tls-cert-out`).
+/// `--tls-cert-out`), from a new CA or from the one kept in `--tls-ca-dir`.
 public struct GatewayTLS: Equatable, Sendable {
     /// `--tls`: serve TLS with a generated certificate (unless files are given).
     public var requested = false
@@ -16,6 +16,8 @@ public struct GatewayTLS: Equatable, Sendable {
     public var names: [String] = []
     /// `--tls-cert-out`: where the certificate a client must trust (the generating CA's) is written.
     public var certificateOut: String?
+    /// `--tls-ca-dir`: the directory that keeps the generating CA (``KeptCA``), reused at every start.
+    public var caDirectory: String?
 
     /// Where `pushbench gateway --tls` writes the certificate to trust when `--tls-cert-out` is not given.
     public static let defaultCertificateOut = "pushbench-gateway-ca.pem"
@@ -26,9 +28,13 @@ public struct GatewayTLS: Equatable, Sendable {
     public init() {}
 
     /// Whether the gateway serves TLS.
-    public var isEnabled: Bool { requested || certificateFile != nil || keyFile != nil || !names.isEmpty || certificateOut != nil }
+    public var isEnabled: Bool {
+        requested || certificateFile != nil || keyFile != nil || !names.isEmpty || certificateOut != nil || caDirectory != nil
+    }
     /// Whether the certificate is generated at start (TLS without files).
     public var generates: Bool { isEnabled && certificateFile == nil && keyFile == nil }
+    /// The file of the certificate clients trust that `--tls-ca-dir` keeps, if given.
+    public var keptCertificateFile: String? { caDirectory.map { KeptCA.path($0, KeptCA.certificateName) } }
     /// The names of a generated certificate: the standard ones, then `--tls-name`s.
     public var generatedNames: [String] {
         var all = Self.standardNames
@@ -43,7 +49,14 @@ public struct GatewayTLS: Equatable, Sendable {
             throw UsageError(certificateFile == nil ? "--tls-key: give the certificate too (--tls-cert FILE)"
                                                     : "--tls-cert: give its private key too (--tls-key FILE)")
         }
-        guard let certificateFile, let keyFile else { return }
+        guard let certificateFile, let keyFile else {
+            // A kept CA that cannot be used is a bad --tls-ca-dir: said before anything starts.
+            if let caDirectory {
+                do throws(TLSError) { _ = try KeptCA.load(caDirectory) } catch { throw UsageError("--tls-ca-dir: \(error.message)") }
+            }
+            return
+        }
+        if caDirectory != nil { throw UsageError("--tls-ca-dir: keeps the CA of a generated certificate, not one given with --tls-cert") }
         if !names.isEmpty { throw UsageError("--tls-name: names go into a generated certificate, not one given with --tls-cert") }
         if certificateOut != nil { throw UsageError("--tls-cert-out: writes a generated certificate, not one given with --tls-cert") }
         do throws(TLSError) { _ = try TLSServerContext(certificateFile: certificateFile, privateKeyFile: keyFile) } catch {
@@ -76,6 +89,12 @@ public struct GatewayTLS: Equatable, Sendable {
                    help: "where to write the certificate clients must trust (--cacert); default \(defaultCertificateOut), named on the first line") {
                 text, name throws(UsageError) in try nonEmpty(text, name)
             },
+            .value("--tls-ca-dir", "DIR", \.tls.caDirectory,
+                   help: "keep the generating CA in DIR (ca.pem to trust, ca-key.pem mode 0600; made on first use) and issue from it at every start, so clients trust each restart") {
+                text, name throws(UsageError) in
+                guard !text.isEmpty else { throw UsageError("\(name): the directory name is empty") }
+                return text
+            },
         ]
     }
 
@@ -94,8 +113,9 @@ struct GatewayTLSSetup: Sendable {
 }
 
 extension GatewayConfiguration {
-    /// The TLS context for this configuration (nil: h2c). A generated certificate comes from a new CA,
-    /// written to `--tls-cert-out` when set; client certificates are asked for under `--apns-auth cert`.
+    /// The TLS context for this configuration (nil: h2c). A generated certificate comes from a new CA, or
+    /// the one kept in `--tls-ca-dir`, whose certificate is written to `--tls-cert-out` when set; client
+    /// certificates are asked for under `--apns-auth cert`.
     func makeTLS() throws(GatewayStartError) -> GatewayTLSSetup? {
         guard tls.isEnabled else { return nil }
         let clientCertificates: TLSServerContext.ClientCertificates =
@@ -106,13 +126,19 @@ extension GatewayConfiguration {
                                                                      clientCertificates: clientCertificates),
                                        trustedCertificatePEM: nil, certificateFile: cert)
             }
-            let ca = try TLSCertificateAuthority(commonName: "pushbench gateway CA")
+            let ca: TLSCertificateAuthority
+            if let directory = tls.caDirectory {
+                do throws(TLSError) { ca = try KeptCA.loadOrMake(directory) } catch { throw TLSError("--tls-ca-dir: \(error.message)") }
+            } else {
+                ca = try TLSCertificateAuthority(commonName: "pushbench gateway CA")
+            }
             let names = tls.generatedNames
             let identity = try ca.issue(commonName: tls.names.first ?? "localhost", names: names)
             let context = try TLSServerContext(certificatePEM: identity.certificateChainPEM, privateKeyPEM: identity.privateKeyPEM,
                                                clientCertificates: clientCertificates)
             if let out = tls.certificateOut { try write(ca.certificatePEM, to: out) }
-            return GatewayTLSSetup(context: context, trustedCertificatePEM: ca.certificatePEM, certificateFile: tls.certificateOut)
+            return GatewayTLSSetup(context: context, trustedCertificatePEM: ca.certificatePEM,
+                                   certificateFile: tls.certificateOut ?? tls.keptCertificateFile)
         } catch {
             throw GatewayStartError("TLS: \(error.message)")
         }
@@ -122,5 +148,90 @@ extension GatewayConfiguration {
         guard let f = fopen(path, "w") else { throw TLSError("--tls-cert-out: \(path): \(String(cString: strerror(errno)))") }
         defer { fclose(f) }
         guard fputs(text, f) >= 0 else { throw TLSError("--tls-cert-out: \(path): cannot write") }
+    }
+}
+
+/// The CA `--tls-ca-dir DIR` keeps: `DIR/ca.pem`, its certificate (what clients trust), and
+/// `DIR/ca-key.pem`, its key (mode 0600). Made on the first start with an empty or missing DIR, read at
+/// every later one, so every certificate the gateway generates chains to the same CA and a client whose
+/// TLS context was made once keeps trusting it across restarts.
+enum KeptCA {
+    static let certificateName = "ca.pem"
+    static let keyName = "ca-key.pem"
+    /// A kept CA lasts ten years: it is meant to outlive many gateways.
+    static let validDays = 3650
+
+    static func path(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    /// The CA kept in `directory`, or nil when it keeps none yet (no such directory, or neither file in
+    /// it). Throws, naming the file, for a directory that is not one, one file without the other, a file
+    /// that cannot be read, or a certificate and key that are not a valid CA and its key.
+    static func load(_ directory: String) throws(TLSError) -> TLSCertificateAuthority? {
+        var info = stat()
+        if stat(directory, &info) != 0 {
+            if errno == ENOENT { return nil }
+            throw TLSError("\(directory): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw TLSError("\(directory): not a directory") }
+        let certificate = path(directory, certificateName), key = path(directory, keyName)
+        let hasCertificate = access(certificate, F_OK) == 0, hasKey = access(key, F_OK) == 0
+        if !hasCertificate && !hasKey { return nil }
+        if hasCertificate != hasKey {
+            let (present, absent) = hasCertificate ? (certificateName, keyName) : (keyName, certificateName)
+            throw TLSError("\(directory) holds \(present) but not \(absent): put it back, or empty the directory to make a new CA")
+        }
+        return try TLSCertificateAuthority(certificatePEM: try read(certificate), privateKeyPEM: try read(key),
+                                           certificateSource: certificate, keySource: key)
+    }
+
+    /// The CA kept in `directory`; when it keeps none, a new one, written there (the directory made if
+    /// missing).
+    static func loadOrMake(_ directory: String) throws(TLSError) -> TLSCertificateAuthority {
+        if let ca = try load(directory) { return ca }
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw TLSError("\(directory): cannot make the directory: \(String(cString: strerror(errno)))")
+        }
+        let ca = try TLSCertificateAuthority(commonName: "pushbench gateway CA", validDays: validDays)
+        // The key goes first and both are created exclusively, so a gateway starting at the same moment
+        // cannot overwrite them; it stops with an error instead of serving from a CA nobody keeps.
+        try write(ca.privateKeyPEM, to: path(directory, keyName), mode: 0o600)
+        try write(ca.certificatePEM, to: path(directory, certificateName), mode: 0o644)
+        return ca
+    }
+
+    private static func read(_ path: String) throws(TLSError) -> String {
+        guard let f = fopen(path, "r") else { throw TLSError("\(path): \(String(cString: strerror(errno)))") }
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, f)
+            if n > 0 { bytes += chunk[0..<n] }
+            if n < chunk.count { break }
+            if bytes.count > 1 << 20 { throw TLSError("\(path): larger than 1 MiB, not a PEM file") }
+        }
+        if ferror(f) != 0 { throw TLSError("\(path): \(String(cString: strerror(errno)))") }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func write(_ text: String, to path: String, mode: mode_t) throws(TLSError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw TLSError("\(path): cannot create: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        // The umask may have narrowed the mode; the key must be exactly owner-only, the certificate readable.
+        _ = fchmod(fd, mode)
+        var text = text
+        let written = text.withUTF8 { b -> Bool in
+            var at = 0
+            while at < b.count {
+                let n = Glibc.write(fd, b.baseAddress! + at, b.count - at)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                at += n
+            }
+            return true
+        }
+        guard written else { throw TLSError("\(path): cannot write: \(String(cString: strerror(errno)))") }
     }
 }

@@ -55,33 +55,14 @@ public struct CorrelationScanner: Sendable, Equatable {
         return foreign ? .foreign : .none
     }
 
-    /// The first id in `chunks` taken in order as one byte sequence: an id split between two chunks (a
-    /// body that came in several DATA frames) is found as if they were one.
+    /// The first id in `chunks` taken in order as one byte sequence (a body held in pieces, as its DATA
+    /// frames came): an id split between two chunks is found as if they were one. Joins the chunks, so
+    /// it allocates; the gateway scans bodies it already holds whole with ``scan(_:)-(UnsafeRawBufferPointer)``.
     public func scan(_ chunks: [UnsafeRawBufferPointer]) -> Found {
-        var foreign = false
-        // The stitch: the last maxIDLength - 1 bytes of everything before, and the first maxIDLength - 1
-        // bytes of the next chunk.
-        var seam = [UInt8]()
-        seam.reserveCapacity(2 * Self.maxIDLength)
-        for (k, chunk) in chunks.enumerated() {
-            if k > 0 {
-                seam.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<min(chunk.count, Self.maxIDLength - 1)]))
-                let found = seam.withUnsafeBytes { scan($0) }
-                if case .match = found { return found }
-                if found == .foreign { foreign = true }
-            }
-            let found = scan(chunk)
-            if case .match = found { return found }
-            if found == .foreign { foreign = true }
-            let keep = Self.maxIDLength - 1
-            if chunk.count >= keep {
-                seam = Array(UnsafeRawBufferPointer(rebasing: chunk[(chunk.count - keep)...]))
-            } else {
-                seam.append(contentsOf: chunk)
-                if seam.count > keep { seam.removeFirst(seam.count - keep) }
-            }
-        }
-        return foreign ? .foreign : .none
+        var joined = [UInt8]()
+        joined.reserveCapacity(chunks.reduce(0) { $0 + $1.count })
+        for chunk in chunks { joined.append(contentsOf: chunk) }
+        return joined.withUnsafeBytes { scan($0) }
     }
 
     @inline(__always)

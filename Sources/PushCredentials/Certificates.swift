@@ -16,11 +16,39 @@ public struct APNsCertificateEnvironments: OptionSet, Sendable, Hashable {
     static let productionOID = "1.2.840.113635.100.6.3.2"
 }
 
+/// Apple's topics extension (1.2.840.113635.100.6.3.6) of a push certificate: a SEQUENCE in which each
+/// topic the certificate covers is a UTF8String, each followed by a SEQUENCE naming its kind (`app`,
+/// `voip`, `complication`, …), which readers skip.
+enum APNsCertificateTopics {
+    static let oid = "1.2.840.113635.100.6.3.6"
+
+    /// The extension's value for `topics`; `base` (the subject UID) names which is the app's own.
+    static func encode(_ topics: [String], base: String?) -> [UInt8] {
+        var content: [UInt8] = []
+        for topic in topics {
+            let kind: String
+            if let base, topic.hasPrefix(base + ".") { kind = String(topic.dropFirst(base.count + 1)) } else { kind = "app" }
+            content += DER.element(DER.utf8String, Array(topic.utf8))
+            content += DER.element(DER.sequence, DER.element(DER.utf8String, Array(kind.utf8)))
+        }
+        return DER.element(DER.sequence, content)
+    }
+
+    /// The topics in the extension's value: every UTF8String directly in its SEQUENCE; nil when the
+    /// value is not a DER SEQUENCE.
+    static func decode(_ value: [UInt8]) -> [String]? {
+        guard let outer = DER.elements(value[...]), outer.count == 1, outer[0].tag == DER.sequence,
+              let inner = DER.elements(value[outer[0].content]) else { return nil }
+        return inner.filter { $0.tag == DER.utf8String }.map { String(decoding: value[$0.content], as: UTF8.self) }
+    }
+}
+
 /// An X.509 certificate (immutable).
 ///
 /// ```swift
 /// let cert = try X509Certificate(contentsOfFile: "client.pem")
 /// cert.uid            // "com.example.app": the topic of an APNs certificate
+/// cert.topics         // ["com.example.app", "com.example.app.voip", …]
 /// cert.environments   // [.development, .production]
 /// ```
 public final class X509Certificate: @unchecked Sendable {
@@ -77,6 +105,17 @@ public final class X509Certificate: @unchecked Sendable {
     /// The subject's common name.
     public var commonName: String? { subjectEntry(NID_commonName) }
 
+    /// The APNs topics the certificate covers: its subject UID (the app's bundle id), then each other
+    /// topic its topics extension (1.2.840.113635.100.6.3.6) lists, such as `<bundle>.voip` and
+    /// `<bundle>.complication`. Empty when it has neither: a client certificate not shaped like Apple's.
+    public var topics: [String] {
+        var all: [String] = uid.map { [$0] } ?? []
+        if let value = extensionValue(APNsCertificateTopics.oid), let listed = APNsCertificateTopics.decode(value) {
+            for t in listed where !all.contains(t) { all.append(t) }
+        }
+        return all
+    }
+
     /// The APNs environments the certificate names (empty when it has neither of Apple's extensions).
     public var environments: APNsCertificateEnvironments {
         var e: APNsCertificateEnvironments = []
@@ -94,6 +133,16 @@ public final class X509Certificate: @unchecked Sendable {
         guard n >= 0, let utf8 else { return nil }
         defer { CRYPTO_free(utf8, #fileID, #line) }
         return String(decoding: UnsafeBufferPointer(start: utf8, count: Int(n)), as: UTF8.self)
+    }
+
+    /// The DER value (inside the OCTET STRING) of the extension `oid`, or nil when there is none.
+    private func extensionValue(_ oid: String) -> [UInt8]? {
+        guard let obj = OBJ_txt2obj(oid, 1) else { return nil }
+        defer { ASN1_OBJECT_free(obj) }
+        let index = X509_get_ext_by_OBJ(x509, obj, -1)
+        guard index >= 0, let ext = X509_get_ext(x509, index), let data = X509_EXTENSION_get_data(ext),
+              let bytes = ASN1_STRING_get0_data(data) else { return nil }
+        return Array(UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(data))))
     }
 
     private func hasExtension(_ oid: String) -> Bool {
@@ -168,19 +217,24 @@ public final class TestCertificateAuthority: @unchecked Sendable {
     }
 
     /// A client certificate for `key` whose subject UID is `topic`, carrying Apple's extensions for
-    /// `environments`, valid from `notBeforeDays` days ago (negative: in the future) for `days` days.
+    /// `environments` and, when `topics` is not empty, Apple's topics extension listing them (as a
+    /// universal push certificate lists `topic`, `topic.voip`, `topic.complication`), valid from
+    /// `notBeforeDays` days ago (negative: in the future) for `days` days.
     public func issueClientCertificate(topic: String?, key: ES256PrivateKey, environments: APNsCertificateEnvironments = .both,
-                                       days: Int = 3650, notBeforeDays: Int = 1) throws(CredentialError) -> X509Certificate {
+                                       topics: [String] = [], days: Int = 3650,
+                                       notBeforeDays: Int = 1) throws(CredentialError) -> X509Certificate {
         var subject: [(String, String)] = []
         if let topic { subject.append(("UID", topic)) }
         subject += [("CN", "Apple Push Services: \(topic ?? "no topic")"), ("O", "pushbench test")]
         return try Self.makeCertificate(subject: subject, issuer: certificate, subjectKey: key, signingKey: self.key,
-                                        days: days, isCA: false, environments: environments, notBeforeDays: notBeforeDays)
+                                        days: days, isCA: false, environments: environments, notBeforeDays: notBeforeDays,
+                                        topics: topics.isEmpty ? nil : APNsCertificateTopics.encode(topics, base: topic))
     }
 
     private static func makeCertificate(subject: [(String, String)], issuer: X509Certificate?, subjectKey: ES256PrivateKey,
                                         signingKey: ES256PrivateKey, days: Int, isCA: Bool,
-                                        environments: APNsCertificateEnvironments, notBeforeDays: Int = 1) throws(CredentialError) -> X509Certificate {
+                                        environments: APNsCertificateEnvironments, notBeforeDays: Int = 1,
+                                        topics: [UInt8]? = nil) throws(CredentialError) -> X509Certificate {
         guard let x = X509_new() else { throw CredentialError("out of memory") }
         let cert = X509Certificate(owning: x)
         var serial = [UInt8](repeating: 0, count: 16)
@@ -216,15 +270,16 @@ public final class TestCertificateAuthority: @unchecked Sendable {
             defer { X509_EXTENSION_free(ext) }
             guard X509_add_ext(x, ext, -1) == 1 else { throw CredentialError.openSSL("cannot add a certificate extension") }
         }
-        var oids: [String] = []
-        if environments.contains(.development) { oids.append(APNsCertificateEnvironments.developmentOID) }
-        if environments.contains(.production) { oids.append(APNsCertificateEnvironments.productionOID) }
-        for oid in oids {
-            // Apple's push certificates carry each environment as an extension whose value is ASN.1 NULL.
+        // Apple's push certificates carry each environment as an extension whose value is ASN.1 NULL.
+        var custom: [(String, [UInt8])] = []
+        if environments.contains(.development) { custom.append((APNsCertificateEnvironments.developmentOID, [0x05, 0x00])) }
+        if environments.contains(.production) { custom.append((APNsCertificateEnvironments.productionOID, [0x05, 0x00])) }
+        if let topics { custom.append((APNsCertificateTopics.oid, topics)) }
+        for (oid, content) in custom {
             guard let obj = OBJ_txt2obj(oid, 1), let value = ASN1_OCTET_STRING_new() else { throw CredentialError("out of memory") }
             defer { ASN1_OBJECT_free(obj); ASN1_OCTET_STRING_free(value) }
-            let null: [UInt8] = [0x05, 0x00]
-            guard ASN1_OCTET_STRING_set(value, null, 2) == 1, let ext = X509_EXTENSION_create_by_OBJ(nil, obj, 0, value) else {
+            guard ASN1_OCTET_STRING_set(value, content, Int32(content.count)) == 1,
+                  let ext = X509_EXTENSION_create_by_OBJ(nil, obj, 0, value) else {
                 throw CredentialError.openSSL("cannot add a certificate extension")
             }
             defer { X509_EXTENSION_free(ext) }

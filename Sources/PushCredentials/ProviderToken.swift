@@ -31,7 +31,7 @@ public enum ProviderToken {
 
     /// Reads `token` (the JWT alone, without `bearer `) leniently, as APNs has to from real clients: JSON
     /// with whitespace, `iat` as an integer, a float or a decimal string, `kid` in the claims when the header
-    /// has none. The signature is not checked here (``ParsedProviderToken/isSigned(by:)`` does it).
+    /// has none, the signature as r ‖ s or in DER (``ES256Signature``). The signature is not checked here (``ParsedProviderToken/isSigned(by:)`` does it).
     public static func parse(_ token: UnsafeRawBufferPointer) -> Result<ParsedProviderToken, ProviderTokenProblem> {
         var dots: [Int] = []
         for i in 0..<token.count where token[i] == 0x2E { dots.append(i) }
@@ -41,9 +41,21 @@ public enum ProviderToken {
         let signatureText = UnsafeRawBufferPointer(rebasing: token[(dots[1] + 1)...])
         guard let header = decodeJSON(headerText) else { return .failure(.headerNotJSON) }
         guard let claims = decodeJSON(claimsText) else { return .failure(.claimsNotJSON) }
-        var signature = [UInt8](repeating: 0, count: 64)
-        let n = signature.withUnsafeMutableBytes { Base64URL.decode(signatureText, into: $0) }
-        guard n == 64 else { return .failure(.signatureNotES256) }
+        var decoded = [UInt8](repeating: 0, count: ES256Signature.maxDERLength)
+        guard let n = decoded.withUnsafeMutableBytes({ Base64URL.decode(signatureText, into: $0) }) else {
+            return .failure(.signatureNotES256)
+        }
+        // DER first: a DER signature can be 64 bytes long too, while 64 raw bytes that happen to be one
+        // strict DER SEQUENCE of two in-range INTEGERs are not a signature anyone makes.
+        let signature: [UInt8]
+        if let fromDER = decoded.withUnsafeBytes({ ES256Signature.raw(fromDER: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) {
+            signature = fromDER
+        } else if n == 64 {
+            signature = Array(decoded[0..<64])
+            guard ES256Signature.inRange(signature) else { return .failure(.signatureNotES256) }
+        } else {
+            return .failure(.signatureNotES256)
+        }
 
         guard let alg = header.string("alg") else { return .failure(.noAlgorithm) }
         guard alg == "ES256" else { return .failure(.algorithmNotES256) }
@@ -112,7 +124,7 @@ public struct ParsedProviderToken: Equatable, Sendable {
     public var issuedAt: Int64
     /// The signed bytes: `header.claims` as sent.
     public var signingInput: [UInt8]
-    /// The signature, r ‖ s.
+    /// The signature, r ‖ s (read from either form the token carried it in).
     public var signature: [UInt8]
 
     /// Whether the signature is `key`'s.
@@ -126,7 +138,7 @@ public enum ProviderTokenProblem: String, Error, Sendable, CaseIterable {
     case notThreeParts = "not three base64url parts separated by dots"
     case headerNotJSON = "the header is not a base64url JSON object"
     case claimsNotJSON = "the claims are not a base64url JSON object"
-    case signatureNotES256 = "the signature is not 64 base64url-encoded bytes (ES256 r‖s)"
+    case signatureNotES256 = "the signature is neither 64 base64url-encoded bytes (ES256 r‖s) nor a strict DER ECDSA signature, or r or s is out of range"
     case noAlgorithm = "the header has no alg"
     case algorithmNotES256 = "alg is not ES256"
     case noKeyID = "no kid"

@@ -49,13 +49,34 @@ public final class TLSCertificateAuthority: @unchecked Sendable {
     }
 
     /// A CA loaded from its certificate and key (PEM), to issue more certificates from a saved one.
-    public init(certificatePEM: String, privateKeyPEM: String) throws(TLSError) {
-        let certs = try PEM.certificates(certificatePEM, source: "CA certificate")
+    /// Throws unless the certificate is a CA's, valid now, and the key is its own; `certificateSource`
+    /// and `keySource` name the two in errors (file names, never contents).
+    public init(certificatePEM: String, privateKeyPEM: String, certificateSource: String = "CA certificate",
+                keySource: String = "CA key") throws(TLSError) {
+        let certs = try PEM.certificates(certificatePEM, source: certificateSource)
         for x in certs.dropFirst() { X509_free(x) }
         cert = certs[0]
-        do throws(TLSError) { key = try PEM.privateKey(privateKeyPEM, source: "CA key") } catch {
+        do throws(TLSError) {
+            key = try PEM.privateKey(privateKeyPEM, source: keySource)
+        } catch {
             X509_free(cert)
             throw error
+        }
+        var problem: String?
+        if X509_check_ca(cert) == 0 {
+            problem = "\(certificateSource): not a CA certificate"
+        } else if X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0 {
+            problem = "\(certificateSource): the CA certificate has expired"
+        } else if X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0 {
+            problem = "\(certificateSource): the CA certificate is not valid yet"
+        } else if X509_check_private_key(cert, key) != 1 {
+            problem = "\(keySource): not the key of \(certificateSource)"
+        }
+        ERR_clear_error()
+        if let problem {
+            X509_free(cert)
+            EVP_PKEY_free(key)
+            throw TLSError(problem)
         }
         self.certificatePEM = certificatePEM
         self.privateKeyPEM = privateKeyPEM

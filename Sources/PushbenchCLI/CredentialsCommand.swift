@@ -265,7 +265,7 @@ struct APNsTestCredentials {
             lines += [
                 "pushbench credentials: CA \(c.ca), client certificate \(c.cert) with key \(c.key) (both in \(c.bundle)), topic \(topic)",
                 "  gateway:       pushbench gateway --tls --tls-cert-out gateway-ca.pem --client-ca \(c.ca)",
-                "  run:           pushbench --target https://localhost:8080 --cacert gateway-ca.pem --cert \(c.cert) --key \(c.key)",
+                "  run:           pushbench --target https://localhost:8080 --cacert gateway-ca.pem --cert \(c.cert) --key \(c.key) --topic \(topic)",
                 "  curl:          curl --cacert gateway-ca.pem --cert \(c.cert) --key \(c.key) https://localhost:8080/3/device/TOKEN",
             ]
         }

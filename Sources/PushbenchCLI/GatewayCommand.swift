@@ -34,13 +34,13 @@ public struct GatewayCommand: PushbenchCommand {
 
     public func run() -> Int32 {
         var configuration = self.configuration
-        if configuration.tls.generates && configuration.tls.certificateOut == nil {
+        if configuration.tls.generates && configuration.tls.certificateOut == nil && configuration.tls.caDirectory == nil {
             configuration.tls.certificateOut = GatewayTLS.defaultCertificateOut
         }
         let mode: String
         if !configuration.tls.isEnabled {
             mode = "h2c with prior knowledge, and HTTP/1.1"
-        } else if let out = configuration.tls.certificateOut {
+        } else if let out = configuration.tls.certificateOut ?? configuration.tls.keptCertificateFile {
             mode = "TLS, h2 and http/1.1; a generated certificate for \(configuration.tls.generatedNames.joined(separator: ", ")): clients trust \(out)"
         } else {
             mode = "TLS, h2 and http/1.1; certificate \(configuration.tls.certificateFile ?? "-")"

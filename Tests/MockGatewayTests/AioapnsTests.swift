@@ -137,6 +137,9 @@ import Testing
         let noTopic = try g.curl(["--cacert", g.caFile, "--cert", c.clientCert, "--key", c.clientKey, "-w", "%{http_code}",
                                   "-d", #"{"aps":{"alert":"hi"}}"#, url])
         #expect(noTopic.stdout == "200", "the certificate's UID is the topic: \(noTopic.stdout) \(noTopic.stderr)")
+        let otherTopic = try g.curl(["--cacert", g.caFile, "--cert", c.clientCert, "--key", c.clientKey, "-H", "apns-topic: org.other.app",
+                                     "-w", " %{http_code}", "-d", #"{"aps":{"alert":"hi"}}"#, url])
+        #expect(otherTopic.stdout == #"{"reason":"BadTopic"} 400"#, "a topic the certificate does not cover: \(otherTopic.stdout) \(otherTopic.stderr)")
         let noCertificate = try g.curl(["--cacert", g.caFile, "-H", "apns-topic: \(Self.topic)", "-d", #"{"aps":{"alert":"hi"}}"#, url])
         #expect(noCertificate.stdout == #"{"reason":"MissingProviderToken"}"#, "\(noCertificate.stdout) \(noCertificate.stderr)")
 
@@ -144,7 +147,8 @@ import Testing
         let bin = try #require(GatewayTLSTests.binary)
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-cert-run-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: out) }
-        for (flags, status, reason) in [(["--cert", c.clientCert, "--key", c.clientKey], "200", nil),
+        for (flags, status, reason) in [(["--cert", c.clientCert, "--key", c.clientKey, "--topic", Self.topic], "200", nil),
+                                        (["--cert", c.clientCert, "--key", c.clientKey, "--topic", "org.other.app"], "400", "BadTopic"),
                                         ([], "403", "MissingProviderToken")] as [([String], String, String?)] {
             let run = try runProcess(bin, ["run", "--target", "https://localhost:\(g.port)", "--cacert", g.caFile] + flags
                                      + ["--requests", "50", "--quiet", "--out", out.path], timeout: 120)

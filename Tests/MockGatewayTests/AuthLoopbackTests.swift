@@ -34,4 +34,35 @@ import MockGateway
             #expect(gateway.stats().byReason["TooManyProviderTokenUpdates"] == 1)
         }
     }
+
+    @Test func missingTokensDERSignaturesAndBadOnesOverH2C() throws {
+        let now = Int64(Date().timeIntervalSince1970)
+        try withGateway(["--apns-key", "\(AuthFixture.keyID)=\(keyFile)", "--apns-team", AuthFixture.teamID]) { gateway in
+            func bearer(_ value: String) -> [String: Any] {
+                probeRequest(headers: [("apns-topic", "t"), ("authorization", value)])
+            }
+            let r = try probe(port: gateway.port, [
+                bearer("bearer"),
+                bearer("bearer "),
+                bearer("basic abc"),
+                probeRequest(headers: [("apns-topic", "t")]),
+                bearer("bearer nope"),
+                bearer("bearer " + AuthFixture.derSignedToken(.trailingByte, iat: now)),
+                bearer("bearer " + AuthFixture.derSignedToken(.nonMinimalInteger, iat: now)),
+                bearer("bearer " + AuthFixture.derSignedToken(iat: now, key: AuthFixture.otherKey)),
+                bearer("bearer " + AuthFixture.derSignedToken(iat: now)),
+            ], sequential: true)
+            let missing = (403, #"{"reason":"MissingProviderToken"}"#), invalid = (403, #"{"reason":"InvalidProviderToken"}"#)
+            // `bearer ` with its trailing space never reaches authentication over HTTP/2: a field value
+            // ending in whitespace makes the request malformed (RFC 9113 §8.2.1), reset PROTOCOL_ERROR as
+            // nghttp2 resets it. The state machine answers it MissingProviderToken (the unit tests).
+            let expected = [missing, (0, ""), missing, missing, invalid, invalid, invalid, invalid, (200, "")]
+            let got = r.streams.map { ($0.status ?? 0, $0.body) }
+            #expect(got.map(\.0) == expected.map(\.0))
+            #expect(got.map(\.1) == expected.map(\.1))
+            #expect(r.streams[1].reset == 1)
+            #expect(gateway.stats().byReason["MissingProviderToken"] == 3)
+            #expect(gateway.stats().byReason["InvalidProviderToken"] == 4)
+        }
+    }
 }

@@ -29,9 +29,10 @@ import Testing
             var state = auth.newConnection()
             #expect(check(header, &state) == nil, "\(header.prefix(10))")
         }
-        for header in ["Basic \(token)", "bearer", "bearer ", "bearer    ", "bearer\t\(token)", token, "bearerx \(token)"] {
+        // No bearer scheme, or no token after it: no provider token was specified.
+        for header in ["Basic \(token)", "basic abc", "bearer", "bearer ", "bearer    ", "bearer\t\(token)", token, "bearerx \(token)"] {
             var state = auth.newConnection()
-            #expect(check(header, &state) == .invalidProviderToken, "\(header.prefix(10))")
+            #expect(check(header, &state) == .missingProviderToken, "\(header.prefix(10))")
         }
     }
 
@@ -40,6 +41,25 @@ import Testing
         #expect(check(nil, &state) == .missingProviderToken)
         #expect(check("", &state) == .missingProviderToken)
         #expect(!state.hasValidToken)
+    }
+
+    @Test func aDERSignatureIsAcceptedAndABadOneIsInvalid() {
+        let der = AuthFixture.derSignedToken()
+        var state = auth.newConnection()
+        #expect(check("bearer " + der, &state) == nil)
+        #expect(state.hasValidToken)
+        #expect(check("bearer " + der, &state) == nil, "answered from the cache")
+        for (what, token) in [("a trailing byte", AuthFixture.derSignedToken(.trailingByte)),
+                              ("a non-minimal integer", AuthFixture.derSignedToken(.nonMinimalInteger)),
+                              ("r out of range", AuthFixture.derSignedToken(.rOutOfRange)),
+                              ("s out of range", AuthFixture.derSignedToken(.sOutOfRange)),
+                              ("signed by another key", AuthFixture.derSignedToken(key: AuthFixture.otherKey))] {
+            var fresh = auth.newConnection()
+            #expect(check("bearer " + token, &fresh) == .invalidProviderToken, "\(what)")
+            #expect(!fresh.hasValidToken, "\(what)")
+        }
+        var raw = auth.newConnection()
+        #expect(check("bearer " + AuthFixture.token(), &raw) == nil, "r ‖ s still works")
     }
 
     @Test func everyInvalidTokenIsInvalidProviderToken() {
@@ -241,7 +261,8 @@ import Testing
 
     @Test func aGoodCertificateIsAcceptedAndGivesTheTopic() {
         var h = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client())
-        #expect(h.connection.certificate == ClientCertificateIdentity(problem: nil, detail: "ok", topic: "com.example.app"))
+        #expect(h.connection.certificate == ClientCertificateIdentity(problem: nil, detail: "ok", topic: "com.example.app",
+                                                                      topics: ["com.example.app"]))
         #expect(h.machine.initialMaxConcurrentStreams == 1000)
         #expect(h.status(TestRequest(headers: [])) == (200, nil), "no apns-topic: the certificate's UID")
         #expect(h.status(TestRequest(headers: [("apns-topic", "com.example.app")])) == (200, nil))
@@ -270,6 +291,55 @@ import Testing
     @Test func noTopicAndNoUIDIsMissingTopic() {
         var h = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(topic: nil))
         #expect(h.status(TestRequest(headers: [])) == (400, "MissingTopic"))
+        // A certificate naming no topic at all (not shaped like Apple's) limits none.
         #expect(h.status(TestRequest(headers: [("apns-topic", "com.example.app")])) == (200, nil))
+        #expect(h.status(TestRequest(headers: [("apns-topic", "org.other.app")])) == (200, nil))
+    }
+
+    @Test func aTopicTheCertificateDoesNotCoverIsBadTopic() {
+        let app = "com.example.app"
+        let universal = ca.client(topic: app, topics: [app, app + ".voip", app + ".complication"])
+        #expect(universal.topics == [app, app + ".voip", app + ".complication"])
+        var h = Harness(AuthFixture.configuration(ca.certAuth()), certificate: universal)
+        #expect(h.status(TestRequest(headers: [("apns-topic", app)])) == (200, nil))
+        #expect(h.status(TestRequest(headers: [("apns-topic", app + ".voip"), ("apns-push-type", "voip")])) == (200, nil))
+        #expect(h.status(TestRequest(headers: [("apns-topic", app + ".complication")])) == (200, nil))
+        #expect(h.status(TestRequest(headers: [("apns-topic", "org.other.app")])) == (400, "BadTopic"))
+        #expect(h.status(TestRequest(headers: [("apns-topic", app + ".voi")])) == (400, "BadTopic"))
+        #expect(h.status(TestRequest(headers: [("apns-topic", "COM.EXAMPLE.APP")])) == (400, "BadTopic"))
+        #expect(h.stats.byReason["BadTopic"] == 3)
+        // Apple: with a certificate for several topics, apns-topic is required.
+        #expect(h.status(TestRequest(headers: [])) == (400, "MissingTopic"))
+
+        // A certificate with the UID alone covers that topic only.
+        var uidOnly = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(topic: app))
+        #expect(uidOnly.status(TestRequest(headers: [("apns-topic", app)])) == (200, nil))
+        #expect(uidOnly.status(TestRequest(headers: [("apns-topic", app + ".voip")])) == (400, "BadTopic"))
+        #expect(uidOnly.status(TestRequest(headers: [])) == (200, nil), "no apns-topic: the certificate's own")
+        // So does a certificate whose extension lists only its own topic.
+        var single = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(topic: app, topics: [app]))
+        #expect(single.status(TestRequest(headers: [])) == (200, nil))
+    }
+
+    @Test func theTopicIsCheckedWithAuthenticationInAPNsOrder() {
+        var h = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(topic: "com.example.app"))
+        // After the path and token checks, before the payload ones.
+        #expect(h.status(TestRequest(headers: [("apns-topic", "org.other.app")], body: "")) == (400, "BadTopic"))
+        #expect(h.status(TestRequest(path: "/3/device/zz", headers: [("apns-topic", "org.other.app")])) == (400, "BadDeviceToken"))
+        // A bad certificate is answered as such whatever the topic.
+        var expired = Harness(AuthFixture.configuration(ca.certAuth()), certificate: ca.client(days: 1, notBeforeDays: 2))
+        #expect(expired.status(TestRequest(headers: [("apns-topic", "org.other.app")])) == (403, "BadCertificate"))
+    }
+
+    @Test func certificateAuthenticatedRequestsAllocateNothing() {
+        let app = "com.example.app"
+        var h = Harness(AuthFixture.configuration(ca.certAuth()),
+                        certificate: ca.client(topic: app, topics: [app, app + ".voip", app + ".complication"]))
+        let best = h.allocationsPer1000(TestRequest(headers: [("apns-topic", app + ".complication")]))
+        #expect(h.stats.byStatus[200] == 5000)
+        #expect(best == 0, "\(best) allocations per 1000 certificate-authenticated requests")
+        let refused = h.allocationsPer1000(TestRequest(headers: [("apns-topic", "org.other.app")]))
+        #expect(h.stats.byReason["BadTopic"] == 5000)
+        #expect(refused == 0, "\(refused) allocations per 1000 BadTopic answers")
     }
 }

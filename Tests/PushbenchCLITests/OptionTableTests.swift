@@ -31,6 +31,7 @@ import Testing
         #expect(ReportCommand.options.optionsWithWrongDefaults(base: ReportOptions()) == [])
         #expect(CapacityCommand.options.optionsWithWrongDefaults(base: CapacityOptions()) == [])
         #expect(CredentialsCommand.options.optionsWithWrongDefaults(base: CredentialsOptions()) == [])
+        #expect(PipelineCommand.options.optionsWithWrongDefaults(base: RunOptions()) == [])
         // And the check can fail: a table that claims another default is caught.
         let lying = OptionTable<RunOptions>([
             .value("--connections", "N", \.connections, default: "9", help: "") { text, name throws(UsageError) in

@@ -48,9 +48,10 @@ struct CachedToken: Sendable {
 /// APNs provider-token authentication as a state machine without I/O: a request's `authorization`
 /// header, the connection's state and the time in, nil (accepted) or the reason APNs answers out.
 ///
-/// - no header, or an empty one → 403 MissingProviderToken;
-/// - not `bearer <JWT>` (scheme in any case), a JWT that does not parse, `alg` other than ES256, a
-///   `kid` no `--apns-key` has, an `iss` other than `--apns-team`, a bad signature → 403
+/// - no header, an empty one, one without the bearer scheme (`basic …`), or `bearer` with no token
+///   after it → 403 MissingProviderToken (Apple: "no provider token was specified");
+/// - a token that does not parse, `alg` other than ES256, a `kid` no `--apns-key` has, an `iss` other
+///   than `--apns-team`, a signature that is neither r ‖ s nor strict DER, or is not the key's → 403
 ///   InvalidProviderToken;
 /// - `iat` more than ``APNsAuthConfiguration/tokenLifetimeSeconds`` ago → 403 ExpiredProviderToken;
 /// - a new valid token less than ``APNsAuthConfiguration/tokenUpdateIntervalNanos`` after the
@@ -93,8 +94,7 @@ public struct ProviderTokenAuthenticator: Sendable {
     @inline(__always)
     public func check(_ authorization: UnsafeRawBufferPointer?, _ state: inout ProviderTokenConnectionState,
                       now: UInt64, wallSeconds: Int64) -> APNsReason? {
-        guard let header = authorization, !header.isEmpty else { return .missingProviderToken }
-        guard let token = Self.bearerToken(header) else { return .invalidProviderToken }
+        guard let header = authorization, let token = Self.bearerToken(header) else { return .missingProviderToken }
         if state.current.holds(token) {
             return isExpired(state.current.issuedAt!, wallSeconds) ? .expiredProviderToken : nil
         }
@@ -127,7 +127,8 @@ public struct ProviderTokenAuthenticator: Sendable {
         return parsed.issuedAt
     }
 
-    /// The JWT of `bearer <JWT>` (the scheme in any case, one or more spaces, trailing spaces ignored).
+    /// The JWT of `bearer <JWT>` (the scheme in any case, one or more spaces, trailing spaces ignored);
+    /// nil when the header has no bearer scheme or no token after it.
     @inline(__always)
     static func bearerToken(_ header: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         guard header.count > 7 else { return nil }

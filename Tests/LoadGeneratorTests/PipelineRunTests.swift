@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `pushbench pipeline` as a user runs it: bad input refused before any traffic, and a pass-through
+/// relay (nghttpx, h2 to h2 over TLS) as the service, whose every push must be matched.
+@Suite(.serialized) struct PipelineRunTests {
+    /// A port nothing listens on now (bound, read, closed).
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    static func write(_ text: String, _ dir: URL, _ name: String) -> String {
+        let url = dir.appendingPathComponent(name)
+        try? text.write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    static let apnsRequest = """
+        POST /3/device/abababababababababababababababababababababababababababababababab HTTP/1.1
+        apns-topic: com.example.app
+        apns-push-type: alert
+
+        {"aps":{"alert":{"title":"Score","body":"1-0"}},"pipeline_id":"{{pipeline_id}}"}
+        """
+
+    @Test func badInputIsOneLineAndExit2BeforeAnyTraffic() throws {
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let noID = Self.write("POST /notify\ncontent-type: application/json\n\n{\"tokens\":{{tokens:1}}}\n", dir, "noid.http")
+        let badTemplate = Self.write("POST /notify\n\n{\"id\":\"{{pipeline_id}}\",\n\"x\":{{nope}}}\n", dir, "bad.http")
+        let good = Self.write(Self.apnsRequest, dir, "good.http")
+        // Nothing listens at the target: every one of these must fail on its input before trying it.
+        let target = "http://127.0.0.1:\(Self.freePort())"
+        let base = ["pipeline", "--target", target, "--egress-listen", "127.0.0.1:\(Self.freePort())", "--out", dir.path,
+                    "--duration", "1s"]
+        let cases: [([String], String)] = [
+            (["--request", noID], "has no {{pipeline_id}} in its body"),
+            (["--request", dir.appendingPathComponent("missing.http").path], "missing.http"),
+            (["--request", badTemplate], "bad.http:4:"),
+            (["--request", good, "--rps", "max"], "needs a rate"),
+            (["--request", good, "--h2c", "--http1"], "--http1"),
+        ]
+        for (args, expected) in cases {
+            let r = try PushbenchBinary.run(base + args)
+            #expect(r.status == 2, "\(args): \(r.err)")
+            #expect(r.err.contains(expected), "\(args): \(r.err)")
+            #expect(r.err.split(separator: "\n").count == 1, "one line: \(r.err)")
+        }
+        let missingEgress = try PushbenchBinary.run(["pipeline", "--target", target, "--request", good, "--out", dir.path])
+        #expect(missingEgress.status == 2 && missingEgress.err.contains("--egress-listen"))
+        // --no-correlation accepts a request without an id.
+        let uncorrelated = try PushbenchBinary.run(base + ["--request", noID, "--no-correlation"])
+        #expect(uncorrelated.status == 3, "the target is down, and that is the next thing found: \(uncorrelated.err)")
+    }
+
+    @Test func anEgressAddressInUseIsExit2() throws {
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let good = Self.write(Self.apnsRequest, dir, "good.http")
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        listen(fd, 4)
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        let r = try PushbenchBinary.run(["pipeline", "--target", "http://127.0.0.1:\(Self.freePort())", "--request", good,
+                                         "--egress-listen", "127.0.0.1:\(port)", "--out", dir.path, "--duration", "1s"])
+        #expect(r.status == 2, "\(r.err)")
+        #expect(r.err.contains("--egress-listen") && r.err.contains("in use"), "\(r.err)")
+    }
+
+    /// nghttpx as the service: a pure relay, h2 over TLS on both sides. 100,000 requests, each one push:
+    /// nothing lost, duplicated or unexpected, and since the relay answers only after the egress did,
+    /// each push arrives before its front-door answer: the end-to-end percentiles lie below the
+    /// front door's.
+    @Test func aPassThroughRelayLosesNothing() throws {
+        let nghttpx = try #require(["/usr/sbin/nghttpx", "/usr/bin/nghttpx"].first { FileManager.default.isExecutableFile(atPath: $0) },
+                                   "nghttpx is missing (scripts/setup installs nghttp2-proxy)")
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let key = dir.appendingPathComponent("relay-key.pem").path, cert = dir.appendingPathComponent("relay-cert.pem").path
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",
+                             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert, "-days", "1"]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        #expect(openssl.terminationStatus == 0)
+        let egress = Self.freePort(), front = Self.freePort()
+        let relay = Process()
+        relay.executableURL = URL(fileURLWithPath: nghttpx)
+        relay.arguments = ["-f127.0.0.1,\(front)", "-b127.0.0.1,\(egress);;proto=h2;tls", "--insecure", "--no-ocsp", "--workers=1",
+                           "--backend-connections-per-host=4", "--errorlog-file=/dev/null", key, cert]
+        relay.standardOutput = FileHandle.nullDevice
+        relay.standardError = FileHandle.nullDevice
+        try relay.run()
+        defer { relay.terminate(); relay.waitUntilExit() }
+        usleep(500_000)
+        let request = Self.write(Self.apnsRequest, dir, "apns.http")
+        let r = try PushbenchBinary.run(["pipeline", "--target", "https://127.0.0.1:\(front)", "--cacert", cert, "--request", request,
+                                         "--egress-listen", "127.0.0.1:\(egress)", "--rps", "10000", "--requests", "100000",
+                                         "--connections", "4", "--out", dir.path, "--quiet"])
+        #expect(r.status == 0, "\(r.out)\n\(r.err)")
+        let s = try PushbenchBinary.summary(dir)
+        let p = s["pipeline"] as? [String: Any]
+        #expect(PushbenchBinary.int(p, "expected") == 100_000, "\(p ?? [:])")
+        #expect(PushbenchBinary.int(p, "delivered") == 100_000)
+        #expect(PushbenchBinary.int(p, "lost") == 0 && PushbenchBinary.int(p, "duplicated") == 0 && PushbenchBinary.int(p, "unexpected") == 0)
+        #expect(PushbenchBinary.int(p, "by_route", "apns", "received") == 100_000)
+        for q in ["p50", "p90", "p99", "max"] {
+            let e2e = PushbenchBinary.int(p, "end_to_end_latency_us", q), door = PushbenchBinary.int(s, "latency_us", q)
+            #expect(e2e > 0 && e2e <= door, "\(q): end to end \(e2e) µs, front door \(door) µs")
+        }
+        let folder = dir.appendingPathComponent("latest")
+        for file in ["e2e_latency.hgrm", "e2e_latency.hlog", "pipeline.csv"] {
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(file).path), "\(file)")
+        }
+    }
+}
