@@ -377,6 +377,9 @@ async def main():
 
 
 if __name__ == "__main__":
+    # A parent may start the service with these blocked (Foundation's Process on Linux passes its own
+    # signal mask on); the service must still stop on them.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     logging.basicConfig(format="service: %(name)s: %(message)s")
     logging.getLogger("aioapns").addFilter(Once())
     asyncio.run(main())
