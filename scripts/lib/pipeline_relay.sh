@@ -16,6 +16,9 @@
 # Prints the relay's port on standard output, alone on one line, once it accepts connections, and on
 # standard error the URL and, over TLS, the certificate file a client trusts (--cacert). Runs until
 # SIGINT/SIGTERM, then stops nghttpx and removes its files. Everything listens on 127.0.0.1 only.
+# A child inherits its parent's blocked signals, and bash cannot unblock them: started by a program that
+# blocks SIGINT and SIGTERM in the thread that spawns it (Foundation's Process on Linux does), the relay
+# cannot be stopped that way; start nghttpx directly there and end it with SIGKILL.
 #
 # A pipeline through it sends requests the egress understands, e.g. examples/pipeline/apns-relay.http:
 #   pushbench pipeline --target https://127.0.0.1:$RELAY --cacert $CERT --request examples/pipeline/apns-relay.http \
