@@ -5,7 +5,7 @@ import Testing
 @testable import MockGateway
 
 /// The files under examples/ load as the README and examples/README.md use them: the templates within
-/// their push type's size limit, the token file, the gateway scenario.
+/// their push type's size limit, the token file, the gateway scenario, the pipeline's request files.
 @Suite struct ExampleFilesTests {
     static func example(_ name: String) -> String { packageRoot.appendingPathComponent("examples/\(name)").path }
 
@@ -22,6 +22,47 @@ import Testing
     @Test func tokenFileHasSixteenTokens() throws {
         let tokens = try DeviceTokens(path: Self.example("tokens.txt"))
         #expect(tokens.count == 16 && tokens.maxLength == 64)
+    }
+
+    /// The walk-through's request files parse as `pushbench pipeline --request` reads them, and expand to
+    /// the body examples/pipeline/service.py takes: the correlation id, N tokens, the route.
+    @Test(arguments: [("notify.http", 1, "apns"), ("notify-fanout.http", 3, "apns"), ("notify-fcm.http", 1, "fcm")])
+    func pipelineRequestsExpandToWhatTheServiceTakes(file: String, fanOut: Int, route: String) throws {
+        let request = try RequestFile(path: Self.example("pipeline/" + file))
+        #expect(request.method == "POST" && request.path == "/notify")
+        #expect(request.headers.contains { $0.name.lowercased() == "content-type" && $0.value == "application/json" })
+        let template = try #require(try request.template(options: TemplateOptions(limit: nil)))
+        #expect(template.hasPipelineID && template.fanOut == fanOut)
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(Self.expand(template).utf8)) as? [String: Any])
+        #expect(body["id"] as? String == "pb-7f3a-000000004")
+        #expect((body["tokens"] as? [String])?.count == fanOut)
+        #expect(body["route"] as? String ?? "apns" == route)
+        #expect(body["title"] is String && body["body"] is String)
+    }
+
+    /// The relay's request is an APNs push the egress answers 200, carrying the id in its payload.
+    @Test func relayRequestIsAnAPNsPushWithTheID() throws {
+        let request = try RequestFile(path: Self.example("pipeline/apns-relay.http"))
+        #expect(request.method == "POST" && request.path.hasPrefix("/3/device/"))
+        #expect(request.headers.contains { $0.name == "apns-topic" })
+        let template = try #require(try request.template(options: TemplateOptions(limit: nil)))
+        #expect(template.hasPipelineID && template.fanOut == 1)
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(Self.expand(template).utf8)) as? [String: Any])
+        #expect(body["pipeline_id"] as? String == "pb-7f3a-000000004" && body["aps"] is [String: Any])
+    }
+
+    /// Request 4 of a run tagged 7f3a, as the load generator writes it.
+    static func expand(_ template: PayloadTemplate) -> String {
+        let tokens = DeviceTokens(synthetic: 8, seed: 1)
+        let prefix = PipelineID.prefix(tag: 0x7f3a)
+        let encoder = makePayloadEncoder(.zerocopy, template: template)
+        return prefix.withUnsafeBytes { p in
+            let context = RequestContext(seq: 4, messageID: PushUUID(high: 1, low: 2), pipelinePrefix: p, tokens: tokens)
+            let slot = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
+            defer { slot.deallocate() }
+            let n = encoder.encode(context, into: slot) ?? 0
+            return String(decoding: UnsafeRawBufferPointer(rebasing: slot[0..<n]), as: UTF8.self)
+        }
     }
 
     @Test func scenarioTurnsOnWhatItsReadmeSays() throws {
