@@ -266,6 +266,7 @@ public final class HTTP2Server {
 
     func http1ConnectionClosed(_ c: HTTP1ServerConnection, _ error: TransportError) {
         guard http1Connections.removeValue(forKey: c.id) != nil else { return }
+        closedSinceTrim += 1
         delegate?.server(self, http1ConnectionDidClose: c, error: error)
         finishShutdownIfDone()
     }
@@ -300,6 +301,8 @@ public final class HTTP2Server {
             if i < sweepList.count { sweepList[i].sweep(now: now) }
             i -= 1
         }
+        // A connection the sweep closes leaves the dictionary: the loop walks the values it started with.
+        for c in http1Connections.values { c.sweep(now: now) }
         if closedSinceTrim > 0 && (closedSinceTrim >= 100 || connections.isEmpty) && now &- lastTrim >= 1_000_000_000 {
             closedSinceTrim = 0
             lastTrim = now
