@@ -245,7 +245,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     }
 
     func connectionDidClose(_ connection: HTTP2ClientConnection, error: TransportError) {
-        if error.kind != .closedLocally { stats.lost += 1 }
+        if error.kind != .closedLocally && !connection.endedByGoAway { stats.lost += 1 }
         dead.insert(ObjectIdentifier(connection))
         closed.insert(ObjectIdentifier(connection))
         scheduleReconnect(afterMilliseconds: 1)

@@ -28,6 +28,8 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
     private var handshakeFailed = false
     private var handshakeStarted: UInt64 = 0
     private var closed = false
+    /// close_notify was written (`shutdownWrite`): `close` does not write it again.
+    private var closeNotifySent = false
     private var ownerReading = false
     private(set) var connectionInfo: TLSConnectionInfo?
     private(set) var negotiatedProtocol: ApplicationProtocol?
@@ -252,7 +254,7 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
         // this transport, which must not tell the owner a second time (it may be gone by then).
         closed = true
         let o = notify ? owner : nil
-        if handshakeDone && !handshakeFailed {
+        if handshakeDone && !handshakeFailed && !closeNotifySent {
             // close_notify, best effort: it goes out if the socket takes it now.
             ERR_clear_error()
             if SSL_shutdown(ssl) < 0 { ERR_clear_error() }
@@ -264,6 +266,17 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
     }
 
     func peerName() -> String { inner.peerName() }
+
+    /// close_notify, then the inner transport's end of sending (FIN) once it is written; reads go on.
+    /// Nothing when a write is out (the session ends only with its writes done) or before the handshake.
+    func shutdownWrite() {
+        if closed || closeNotifySent || innerBusy || !handshakeDone || handshakeFailed { return }
+        closeNotifySent = true
+        ERR_clear_error()
+        if SSL_shutdown(ssl) < 0 { ERR_clear_error() }
+        if sendFilling() == .failed { return }
+        inner.shutdownWrite()
+    }
 
     // MARK: ByteTransportOwner (the transport below)
 
