@@ -267,6 +267,22 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
 
     func peerName() -> String { inner.peerName() }
 
+    /// Gives back the memory a connection with nothing in flight holds for records: OpenSSL's read and
+    /// write buffers (about 17 KiB each) and the two ciphertext buffers (16 KiB each once used). They
+    /// are made again by the next read or write. A busy connection keeps them (no allocation per
+    /// record); an idle one costs that much less. Nothing while a write is out or bytes are pending.
+    func releaseIdleBuffers() {
+        if closed || innerBusy || !handshakeDone || handshakeFailed { return }
+        if filling.count == 0 { filling.release() }
+        if sending.count == 0 { sending.release() }
+        if SSL_free_buffers(ssl) == 1 { recordBuffersReleased += 1 }
+    }
+
+    /// Whether either ciphertext buffer has memory now.
+    var holdsCiphertextBuffers: Bool { filling.base != nil || sending.base != nil }
+    /// Times `releaseIdleBuffers` gave OpenSSL's record buffers back.
+    private(set) var recordBuffersReleased = 0
+
     /// close_notify, then the inner transport's end of sending (FIN) once it is written; reads go on.
     /// Nothing when a write is out (the session ends only with its writes done) or before the handshake.
     func shutdownWrite() {
@@ -530,6 +546,14 @@ struct CipherBuffer {
     }
 
     func free() { base?.deallocate() }
+
+    /// Deallocates an empty buffer's memory (the next append allocates again).
+    mutating func release() {
+        guard count == 0, let base else { return }
+        base.deallocate()
+        self.base = nil
+        capacity = 0
+    }
 }
 
 /// The loop's TLS scratch memory, shared by its connections (each uses it synchronously).
