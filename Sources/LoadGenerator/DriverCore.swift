@@ -417,7 +417,7 @@ public final class DriverCore {
 
     /// Resends of a request refused by a GOAWAY allowed beyond `--retry` (a server that refuses it on
     /// every new connection still ends it as a transport error).
-    static let goAwayResends = 2
+    static let goAwayResends = 8
 
     /// The housekeeping rules, once a millisecond: publishes the live figures, ends a closed loop's time
     /// limit, and decides when the run drains and ends. After the schedule the backlog and the answers
