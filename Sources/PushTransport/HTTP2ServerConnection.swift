@@ -466,8 +466,8 @@ public final class HTTP2ServerConnection: HTTP2Session {
         }
         if openStreams == 0 && !tlsBuffersReleased && !writePending && now &- lastStreamActivity >= Self.idleBufferNanoseconds,
            let secure = transport as? TLSTransport {
-            // An idle TLS connection holds about 66 KiB of record buffers it is not using: given back,
-            // it costs what a cleartext one does plus OpenSSL's session state.
+            // An idle TLS connection holds record buffers it is not using (OpenSSL's two and the
+            // transport's two, about 66 KiB); its next request makes them again.
             tlsBuffersReleased = true
             secure.releaseIdleBuffers()
             withOwner { $0.idleBuffersReleased += 1 }
