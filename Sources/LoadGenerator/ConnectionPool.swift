@@ -193,6 +193,10 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
 
     func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError) {
         stats.connectFailures += 1
+        if error.kind == .certificate {
+            stats.certificateFailures += 1
+            if stats.certificateProblem == nil { stats.certificateProblem = config.describeCertificateProblem(error) }
+        }
         dead.insert(ObjectIdentifier(connection))
         closed.insert(ObjectIdentifier(connection))
         if stats.opened <= config.connections && initialConnected + initialFailed < config.connections {
@@ -245,7 +249,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     }
 
     func connectionDidClose(_ connection: HTTP2ClientConnection, error: TransportError) {
-        if error.kind != .closedLocally { stats.lost += 1 }
+        if error.kind != .closedLocally && !connection.endedByGoAway { stats.lost += 1 }
         dead.insert(ObjectIdentifier(connection))
         closed.insert(ObjectIdentifier(connection))
         scheduleReconnect(afterMilliseconds: 1)

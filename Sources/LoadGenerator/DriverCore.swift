@@ -403,9 +403,15 @@ public final class DriverCore {
     /// with its original intended time when the cause is one a resend is safe for
     /// (``TransportErrorCause/isRetryable``) and retries remain, else counted as a transport error. Call
     /// ``pump()``.
+    ///
+    /// A request above a GOAWAY's last stream id is resent up to ``goAwayResends`` times beyond
+    /// `--retry`: the server says it did not process it, and a client resends such a request on a new
+    /// connection as a matter of course (a GOAWAY is how a server retires a connection), so a run
+    /// against a gateway that sends GOAWAY every N streams counts no error for it.
     public func failed(slot: Int32, cause: TransportErrorCause) {
         var r = slots[Int(slot)]
-        if cause.isRetryable && Int(r.attempt) < plan.retries && !stopped {
+        let allowed = plan.retries + (cause == .goAway ? Self.goAwayResends : 0)
+        if cause.isRetryable && Int(r.attempt) < allowed && !stopped {
             r.cause = cause
             retryRing[(retryHead + retryCount) % plan.capacity] = r
             retryCount += 1
@@ -414,6 +420,10 @@ public final class DriverCore {
         }
         release(slot)
     }
+
+    /// Resends of a request refused by a GOAWAY allowed beyond `--retry` (a server that refuses it on
+    /// every new connection still ends it as a transport error).
+    static let goAwayResends = 8
 
     /// The housekeeping rules, once a millisecond: publishes the live figures, ends a closed loop's time
     /// limit, and decides when the run drains and ends. After the schedule the backlog and the answers

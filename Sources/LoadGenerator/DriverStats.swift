@@ -8,6 +8,11 @@ public struct ConnectionStats: Sendable, Equatable {
     public var lost = 0
     /// Connects that failed or timed out.
     public var connectFailures = 0
+    /// Of ``connectFailures``, those whose TLS handshake failed because the target's certificate did
+    /// not verify against the run's trust.
+    public var certificateFailures = 0
+    /// The first of those, in words: what did not verify and which CAs the run trusts.
+    public var certificateProblem: String?
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS in force at the end of the run: the lowest on the
     /// connections still open, else the last announced (nil: never connected). Not the lowest ever
     /// heard: APNs starts a provider-token connection at 1 and raises it after the first valid token.
@@ -26,6 +31,8 @@ public struct ConnectionStats: Sendable, Equatable {
         goaways += other.goaways
         lost += other.lost
         connectFailures += other.connectFailures
+        certificateFailures += other.certificateFailures
+        if certificateProblem == nil { certificateProblem = other.certificateProblem }
         truncatedBodies += other.truncatedBodies
         if let p = other.peerMaxStreams { peerMaxStreams = min(peerMaxStreams ?? p, p) }
         if let t = other.tls {

@@ -152,6 +152,23 @@ extension LoadConfiguration {
             return "\(name): \(error.message)"
         }
     }
+
+    /// A certificate failure of a run under way, in words: the target's certificate no longer verifies
+    /// (it was replaced, e.g. by a gateway restarted with a new CA), and what the run trusts.
+    func describeCertificateProblem(_ error: TransportError) -> String {
+        let name = serverName.flatMap { $0 == host ? nil : "\($0) (\(host)):\(port)" } ?? "\(host):\(port)"
+        return "the certificate of \(name) no longer verifies (\(error.message)) against the CAs the run trusts: "
+            + (tls.map { Self.describe($0.trust) } ?? "none")
+    }
+
+    private static func describe(_ trust: TLSTrust) -> String {
+        switch trust {
+        case .system: "the system's CA store"
+        case .caFile(let path): "those in \(path) (--cacert)"
+        case .certificates: "the CA the embedded gateway generated at start"
+        case .insecure: "any (--insecure)"
+        }
+    }
 }
 
 extension LoadConfiguration {

@@ -143,7 +143,10 @@ private func runLoop(configuration: GatewayConfiguration, index: Int, port: Int,
         let bound = try server.listen(host: configuration.host, port: port)
         startup.result.withLock { $0.port = bound; $0.handle = loop.handle }
     } catch {
-        startup.result.withLock { $0.error = "\(error)" }
+        // An address no interface of this host holds: said as such (the bind's own words follow).
+        let text = error.code == -EADDRNOTAVAIL
+            ? "no interface of this host has the address \(configuration.host) (\(error))" : "\(error)"
+        startup.result.withLock { $0.error = text }
         startup.semaphore.signal()
         gateway.tearDown()
         loop.close()

@@ -12,6 +12,12 @@ import CUV
 /// `http1RequestTimeoutMilliseconds` 408; each with `Connection: close`, after which the connection reads
 /// and drops what the client still sends for a moment (so its unread bytes do not reset the answer
 /// away) and closes.
+///
+/// The server's `ServerLimits` hold it as they hold an HTTP/2 connection: while more than
+/// `outputLimit` bytes of answers wait to be written, nothing more is read or parsed (`outbound_queue`);
+/// a write the client does not take within `writeTimeoutNanos` closes the connection (`write_timeout`,
+/// checked by the server's sweep); request bodies count against the server's `maxBodyMemory`, and a
+/// body that would pass it is answered 503 with `Retry-After` and `Connection: close` (`body_memory`).
 public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     // unowned(unsafe), as in HTTP2ServerConnection: the server detaches its connections before it goes.
     unowned(unsafe) let owner: HTTP2Server
@@ -29,6 +35,10 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     private var parser: HTTP1Parser!
     private let maxBodySize: Int
     private let requestTimeoutMs: UInt64
+    private let maxBodyMemory: Int
+    private let writeTimeoutNanos: UInt64
+    /// Body bytes of the current request counted in the server's `bodyBytesHeld`.
+    private var bodyBytesCounted = 0
     private let dates: HTTPDateCache
 
     // The request being read: its target and header fields in one store, the body in another.
@@ -55,6 +65,10 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     private let buffers: UnsafeMutablePointer<ByteStore>
     private let iov: UnsafeMutablePointer<uv_buf_t>
     private var writePending = false
+    /// When the pending write began (monotonic ns), for the write timeout.
+    private var writePendingSince: UInt64 = 0
+    /// Reading and parsing stopped: more than `outputLimit` bytes of answers wait to be written.
+    private var outputPaused = false
     /// Close once the output is written (`Connection: close` was sent, or a protocol refusal).
     private var closeAfterWrite = false
     /// The output is written and the connection only drops input until it closes.
@@ -67,6 +81,10 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     /// Input kept while a request waits for its answer, at most: past it the client is not reading what it
     /// asked for, and the connection closes.
     static let pendingLimit = 16 << 20
+    /// Bytes of answers waiting to be written past which the connection reads and parses nothing more
+    /// (a pipelining client that does not read what it asked for); it reads again once they are down
+    /// to half. An answer is never cut, so the output holds at most this plus one answer.
+    static let outputLimit = 256 << 10
     /// How long a closing connection keeps reading (and dropping) input after its last answer.
     static let lingerMilliseconds: UInt64 = 2_000
 
@@ -76,6 +94,8 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         loop = server.loop
         maxBodySize = server.configuration.maxRequestBodySize
         requestTimeoutMs = server.configuration.http1RequestTimeoutMilliseconds
+        maxBodyMemory = server.configuration.limits.maxBodyMemory
+        writeTimeoutNanos = server.configuration.limits.writeTimeoutNanos
         dates = server.loop.local(HTTPDateCache.self) { HTTPDateCache() }
         iov = .allocate(capacity: 1)
         buffers = .allocate(capacity: 2)
@@ -126,7 +146,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
 
     private func messageBegan() -> Int32 {
         fields.reset()
-        body.count = 0
+        releaseBody()
         urlOffset = 0
         urlLength = 0
         expectsContinue = false
@@ -172,9 +192,31 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
 
     private func bodyBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
         if body.count + n > maxBodySize { return bodyTooLarge() }
+        if !detached {
+            if owner.bodyBytesHeld + n > maxBodyMemory {
+                owner.delegate?.server(owner, connection: nil, didEnforce: .bodyMemory)
+                return reject(503)
+            }
+            owner.bodyBytesHeld += n
+            bodyBytesCounted += n
+        }
         body.append(at, n)
         return 0
     }
+
+    /// Empties the body store: its bytes leave the server's `bodyBytesHeld`, and a store an unusually
+    /// large body grew is given back (an idle keep-alive connection keeps no 64 KiB for good).
+    private func releaseBody() {
+        if bodyBytesCounted > 0 {
+            if !detached { owner.bodyBytesHeld -= bodyBytesCounted }
+            bodyBytesCounted = 0
+        }
+        body.count = 0
+        body.shrink(above: Self.keptBodyBytes, to: 1024)
+    }
+
+    /// Body store capacity kept between requests.
+    static let keptBodyBytes = 16 * 1024
 
     private func messageDone() -> Int32 {
         inMessage = false
@@ -206,7 +248,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     /// how many were consumed.
     private func drive(_ p: UnsafeRawPointer, _ n: Int) -> Int {
         var off = 0
-        while off < n && awaiting == 0 && !closeAfterWrite && !isClosed {
+        while off < n && awaiting == 0 && !outputPaused && !closeAfterWrite && !isClosed {
             let parsed = http_parser_execute(parser.parser, HTTP1ServerConnection.settings,
                                              (p + off).assumingMemoryBound(to: CChar.self), n - off)
             off += parsed
@@ -256,13 +298,13 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         owner.bytesIn &+= UInt64(bytes.count)
         // Closing: what the client still sends is dropped (it may be a body it keeps sending after a 413).
         if closeAfterWrite || lingering { return }
-        if awaiting != 0 || pending.count > 0 {
+        if awaiting != 0 || outputPaused || pending.count > 0 {
             pending.append(bytes)
             if pending.count > Self.pendingLimit {
                 close(TransportError(kind: .http1, code: Int32(HPE_UNKNOWN.rawValue), function: "pipelined input over the limit"))
                 return
             }
-            if awaiting == 0 { resumeInput() }
+            if awaiting == 0 && !outputPaused { resumeInput() }
             return
         }
         let used = drive(bytes.baseAddress!, bytes.count)
@@ -274,7 +316,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
 
     /// Parses input held while a request waited for its answer.
     private func resumeInput() {
-        while pending.count > 0 && awaiting == 0 && !closeAfterWrite && !isClosed {
+        while pending.count > 0 && awaiting == 0 && !outputPaused && !closeAfterWrite && !isClosed {
             let held = pending.bytes
             let used = drive(held.baseAddress!, held.count)
             if isClosed { return }
@@ -296,9 +338,38 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         if buffers[1].count > 0 {
             swap(&buffers[0], &buffers[1])
             scheduleFlush()
+            if outputPaused && buffers[0].count <= Self.outputLimit / 2 { resumeAfterOutput() }
             return
         }
+        if outputPaused { resumeAfterOutput() }
         afterOutputWritten()
+    }
+
+    /// Answers waiting to be written, in bytes.
+    private var unsentBytes: Int { buffers[0].count + buffers[1].count }
+
+    /// Back-pressure: the client asks faster than it reads its answers (or reads none), so nothing more
+    /// is read or parsed until they drain; the write timeout closes a client that never reads.
+    private func pauseIfOutputFull() {
+        guard !outputPaused, !isClosed, unsentBytes > Self.outputLimit else { return }
+        outputPaused = true
+        transport?.stopReading()
+        if !detached { owner.delegate?.server(owner, connection: nil, didEnforce: .outboundQueue) }
+    }
+
+    private func resumeAfterOutput() {
+        guard outputPaused, !isClosed else { return }
+        outputPaused = false
+        transport?.startReading()
+        if awaiting == 0 && !delivering && !closeAfterWrite { resumeInput() }
+    }
+
+    /// The write timeout, checked by the server's sweep: a write the client has not taken for
+    /// `writeTimeoutNanos` closes the connection (nothing more can reach a client that reads nothing).
+    func sweep(now: UInt64) {
+        guard writePending, writeTimeoutNanos > 0, !isClosed, now &- writePendingSince > writeTimeoutNanos else { return }
+        if !detached { owner.delegate?.server(owner, connection: nil, didEnforce: .writeTimeout) }
+        close(TransportError(kind: .closedLocally, code: 0, function: "write timeout"))
     }
 
     public func transportDidClose(_ error: TransportError?) {
@@ -358,8 +429,10 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         headers(&h)
         Self.finishHead(&output.pointee, body?.count ?? 0, body)
         awaiting = 0
+        releaseBody()
         if close { closeAfterWrite = true }
         scheduleFlush()
+        pauseIfOutputFull()
         if !delivering && !closeAfterWrite { resumeInput() }
         return true
     }
@@ -402,6 +475,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         u32(&o.pointee, 0x1)  // PROTOCOL_ERROR
         o.pointee.append(debugData.baseAddress, debugData.count)
         awaiting = 0
+        releaseBody()
         closeAfterWrite = true
         scheduleFlush()
         return true
@@ -430,6 +504,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         inMessage = false
         awaiting = 0
         pending.removeAll()
+        releaseBody()
         writeHead(status, close: true)
         let what: String
         if let error { what = String(cString: http_errno_description(http_errno(error))) } else {
@@ -437,12 +512,14 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
             case 408: what = "the request was not received in time"
             case 413: what = "the request body is over \(maxBodySize) bytes"
             case 417: what = "only 'Expect: 100-continue' is supported"
+            case 503: what = "the server holds as many request bodies as it may; try again later"
             default: what = "malformed request"
             }
         }
         let text = "\(String(cString: http_status_str(http_status(UInt32(status)))!)): \(what)\n"
         var t = text
         let o = output
+        if status == 503 { HTTP1Wire.append(&o.pointee, "Retry-After: 1\r\n") }
         HTTP1Wire.append(&o.pointee, "Content-Type: text/plain\r\n")
         t.withUTF8 { b in Self.finishHead(&o.pointee, b.count, UnsafeRawBufferPointer(b)) }
         closeAfterWrite = true
@@ -465,6 +542,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
             wrote()
         case .pending:
             writePending = true
+            writePendingSince = loop.now
         case .failed:
             break
         }
@@ -509,6 +587,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         timer = nil
         awaiting = 0
         writePending = false
+        releaseBody()
         if !detached { owner.http1ConnectionClosed(self, error) }
     }
 }

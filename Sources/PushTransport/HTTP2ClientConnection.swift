@@ -35,6 +35,11 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     /// (REFUSED_STREAM), and they end as the protocol error, not as refused.
     private var goAwaySentForError = false
     private var connectFailed = false
+    /// The connection ended after the peer's GOAWAY with every stream up to its last stream id settled:
+    /// a graceful close, whatever the transport said of its end (a TLS close_notify, a FIN, or a reset
+    /// of a socket the peer closed with requests above the last id still unread). Set before
+    /// `connectionDidClose`.
+    public private(set) var endedByGoAway = false
     /// The block whose `.unique` field names this connection has put in the peer's HPACK dynamic table
     /// (with its first request). Another block's first request indexes its own names; at worst a name
     /// is indexed twice, which costs a table entry, never correctness.
@@ -319,15 +324,26 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         handshakeTimer = nil
         isConnected = false
         lastSlot = nil
+        // After a GOAWAY, the streams above its last id were never processed: they end as refused by
+        // it, as nghttp2 ends them when it reads the GOAWAY or next sends (the close may come first,
+        // read in the same turn as the peer's last frames). A stream up to the last id was cut off.
+        let graceful = goAwayReceived && !goAwaySentForError && error.kind != .protocolError
+        var cutOff = false
         var i = 0
         while i < slots.count {
             let s = slots[i]
             i += 1
             if s.pointee.active && !s.pointee.done {
-                failStream(s, error.kind == .protocolError ? .protocolError(code: error.code) : .connectionLost)
+                if graceful && s.pointee.streamID > goAwayLastStreamID {
+                    failStream(s, .goAway(errorCode: goAwayErrorCode))
+                } else {
+                    cutOff = true
+                    failStream(s, error.kind == .protocolError ? .protocolError(code: error.code) : .connectionLost)
+                }
             }
             slots.release(s)
         }
+        endedByGoAway = graceful && !cutOff
         if everConnected {
             if !connectFailed { delegate?.connectionDidClose(self, error: error) }
         } else if !connectFailed && error.kind != .closedLocally {

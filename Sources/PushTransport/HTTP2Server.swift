@@ -40,6 +40,8 @@ public final class HTTP2Server {
     private var sweepTimer: LoopTimer?
     /// Connections closed since memory was last given back to the system (see `sweep`).
     private var closedSinceTrim = 0
+    /// Idle TLS connections whose record buffers were given back since the last trim (see `sweep`).
+    var idleBuffersReleased = 0
     private var lastTrim: UInt64 = 0
     /// Request body bytes held by every connection of this server (``ServerLimits/maxBodyMemory``).
     var bodyBytesHeld = 0
@@ -266,6 +268,7 @@ public final class HTTP2Server {
 
     func http1ConnectionClosed(_ c: HTTP1ServerConnection, _ error: TransportError) {
         guard http1Connections.removeValue(forKey: c.id) != nil else { return }
+        closedSinceTrim += 1
         delegate?.server(self, http1ConnectionDidClose: c, error: error)
         finishShutdownIfDone()
     }
@@ -290,8 +293,9 @@ public final class HTTP2Server {
     }
 
     /// The timeouts of every connection (ServerLimits), then memory back to the system after many
-    /// connections closed: freed memory stays in the allocator's free lists otherwise, and a gateway
-    /// that once held 10,000 connections would keep their memory for good. At most once a second.
+    /// connections closed, or after many idle TLS connections gave back their record buffers: freed
+    /// memory stays in the allocator's free lists otherwise, and a gateway that once held 10,000
+    /// connections would keep their memory for good. At most once a second.
     private func sweep() {
         let now = loop.now
         // Backwards: a connection the sweep closes swaps the last one (already visited) into its place.
@@ -300,8 +304,12 @@ public final class HTTP2Server {
             if i < sweepList.count { sweepList[i].sweep(now: now) }
             i -= 1
         }
-        if closedSinceTrim > 0 && (closedSinceTrim >= 100 || connections.isEmpty) && now &- lastTrim >= 1_000_000_000 {
+        // A connection the sweep closes leaves the dictionary: the loop walks the values it started with.
+        for c in http1Connections.values { c.sweep(now: now) }
+        if (closedSinceTrim > 0 && (closedSinceTrim >= 100 || connections.isEmpty) || idleBuffersReleased >= 100)
+            && now &- lastTrim >= 1_000_000_000 {
             closedSinceTrim = 0
+            idleBuffersReleased = 0
             lastTrim = now
             loop.nghttp2Memory.trimPool()
             malloc_trim(0)

@@ -56,8 +56,15 @@ public final class HTTP2ServerConnection: HTTP2Session {
     private var controlWindowStart: UInt64 = 0
     /// Reading is paused until the queued frames drain (a client that does not read).
     private var readPaused = false
+    /// The last GOAWAY sent was a graceful one (NO_ERROR, not a termination for a limit or an error).
+    private var gracefulGoAway = false
+    /// Since when (monotonic ns) the connection has ended its sending side after a graceful GOAWAY and
+    /// drops what the client still sends, waiting for its close (0: not lingering).
+    private var lingeringSince: UInt64 = 0
     /// Position in the server's sweep list (-1: not in it).
     var sweepIndex = -1
+    /// The TLS layer's record buffers were given back since the last stream (see `sweep`).
+    private var tlsBuffersReleased = false
 
     init(server: HTTP2Server, id: UInt64, transport: ByteTransport) {
         ownerRef = .passUnretained(server)
@@ -139,6 +146,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         openStreams += 1
         incompleteRequests += 1
         lastStreamActivity = ioTime
+        tlsBuffersReleased = false
         headerSlot = s
         headerStreamID = s.pointee.streamID
         nghttp2_session_set_stream_user_data(session, s.pointee.streamID, UnsafeMutableRawPointer(s))
@@ -371,6 +379,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
     /// connection closes; `closeNow` closes it at once (the client is not reading, so nothing can be sent).
     private func calm(_ limit: ServerLimit, closeNow: Bool = false) {
         guard let session, !isClosed else { return }
+        gracefulGoAway = false
         report(limit)
         nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
         if closeNow { close() } else { scheduleFlush() }
@@ -378,7 +387,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     override func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
         owner.bytesIn &+= UInt64(bytes.count)
-        if closedStreamViolated { return }
+        if closedStreamViolated || lingeringSince != 0 { return }
         if let cut = peerClosed.scan(bytes) {
             // What came before the offending frame is processed as usual; the frame and the rest are not.
             if cut > 0 { super.transportDidRead(UnsafeRawBufferPointer(rebasing: bytes[..<cut])) }
@@ -401,6 +410,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
     /// STREAM_CLOSED (RFC 9113 §5.1), GOAWAY then close, as nghttp2 answers it while it holds the stream.
     private func lateFrameOnClosedStream() {
         closedStreamViolated = true
+        gracefulGoAway = false
         guard let session, !isClosed else { return }
         lastProtocolError = TransportError(kind: .protocolError, code: Int32(NGHTTP2_ERR_STREAM_CLOSED.rawValue),
                                            function: "nghttp2_session_mem_recv")
@@ -424,6 +434,10 @@ public final class HTTP2ServerConnection: HTTP2Session {
     /// requests that do not finish, and an idle connection.
     func sweep(now: UInt64) {
         if isClosed || session == nil { return }
+        if lingeringSince != 0 {
+            if now &- lingeringSince >= Self.lingerNanoseconds { fail(TransportError(kind: .closedLocally, code: 0, function: "GOAWAY")) }
+            return
+        }
         if !peerSettingsSeen {
             if limits.handshakeTimeoutNanos > 0 && now &- openedAt > limits.handshakeTimeoutNanos {
                 report(.handshakeTimeout)
@@ -450,12 +464,41 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 reset(s, NGHTTP2_CANCEL.rawValue, .requestTimeout)
             }
         }
+        if openStreams == 0 && !tlsBuffersReleased && !writePending && now &- lastStreamActivity >= Self.idleBufferNanoseconds,
+           let secure = transport as? TLSTransport {
+            // An idle TLS connection holds record buffers it is not using (OpenSSL's two and the
+            // transport's two, about 66 KiB); its next request makes them again.
+            tlsBuffersReleased = true
+            secure.releaseIdleBuffers()
+            withOwner { $0.idleBuffersReleased += 1 }
+        }
         if openStreams == 0 && !idleGoAwaySent && limits.idleTimeoutNanos > 0 && now &- lastStreamActivity > limits.idleTimeoutNanos {
             idleGoAwaySent = true
             report(.idleTimeout)
             limits.idleGoAwayDebugData.withUnsafeBytes { goAway(errorCode: 0, debugData: $0) }
         }
     }
+
+    /// After a graceful GOAWAY whose streams are all answered and written: the sending side ends (over
+    /// TLS, close_notify, then FIN) and what the client still sends is read and dropped until it closes,
+    /// for at most `lingerNanoseconds` (or at once without a sweep to end it). Closing with the client's
+    /// requests above the last stream id unread would reset the connection, and a reset can discard
+    /// the last answers before the client reads them.
+    override func sessionFinished() {
+        guard gracefulGoAway, lastProtocolError == nil, let transport, !isClosed,
+              limits.handshakeTimeoutNanos | limits.idleTimeoutNanos | limits.requestTimeoutNanos | limits.writeTimeoutNanos != 0 else {
+            super.sessionFinished()
+            return
+        }
+        lingeringSince = loop.now
+        transport.shutdownWrite()
+    }
+
+    /// How long a TLS connection goes without a stream before its record buffers are given back.
+    static let idleBufferNanoseconds: UInt64 = 1_000_000_000
+
+    /// How long a connection that ended after a graceful GOAWAY waits for the client to close.
+    static let lingerNanoseconds: UInt64 = 1_000_000_000
 
     override func didClose(_ error: TransportError) {
         headerSlot = nil
@@ -559,6 +602,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
                        lastStreamID: Int32? = nil) {
         guard let session, !isClosed else { return }
         let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
+        gracefulGoAway = errorCode == 0 && !closedStreamViolated
         nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode,
                               debugData.baseAddress?.assumingMemoryBound(to: UInt8.self), debugData.count)
         scheduleFlush()

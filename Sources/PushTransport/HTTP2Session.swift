@@ -328,7 +328,7 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
         }
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
             // GOAWAY exchanged and no stream left (or a fatal error nghttp2 already answered).
-            fail(lastProtocolError ?? TransportError(kind: .closedLocally, code: 0, function: "GOAWAY"))
+            sessionFinished()
         }
     }
 
@@ -380,6 +380,12 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
 
     func releaseSlot(_ slot: UnsafeMutableRawPointer) {}
     func didClose(_ error: TransportError) {}
+
+    /// nghttp2 has nothing more to read or write (GOAWAY exchanged and no stream left, or a fatal error
+    /// it answered), and everything it wrote is out: closes now.
+    func sessionFinished() {
+        fail(lastProtocolError ?? TransportError(kind: .closedLocally, code: 0, function: "GOAWAY"))
+    }
 
     /// The peer's settings now in force.
     func remoteSettings() -> HTTP2Settings {

@@ -28,6 +28,8 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
     private var handshakeFailed = false
     private var handshakeStarted: UInt64 = 0
     private var closed = false
+    /// close_notify was written (`shutdownWrite`): `close` does not write it again.
+    private var closeNotifySent = false
     private var ownerReading = false
     private(set) var connectionInfo: TLSConnectionInfo?
     private(set) var negotiatedProtocol: ApplicationProtocol?
@@ -252,7 +254,7 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
         // this transport, which must not tell the owner a second time (it may be gone by then).
         closed = true
         let o = notify ? owner : nil
-        if handshakeDone && !handshakeFailed {
+        if handshakeDone && !handshakeFailed && !closeNotifySent {
             // close_notify, best effort: it goes out if the socket takes it now.
             ERR_clear_error()
             if SSL_shutdown(ssl) < 0 { ERR_clear_error() }
@@ -264,6 +266,33 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
     }
 
     func peerName() -> String { inner.peerName() }
+
+    /// Gives back the memory a connection with nothing in flight holds for records: OpenSSL's read and
+    /// write buffers (about 17 KiB each) and the two ciphertext buffers (16 KiB each once used). They
+    /// are made again by the next read or write. A busy connection keeps them (no allocation per
+    /// record); an idle one costs that much less. Nothing while a write is out or bytes are pending.
+    func releaseIdleBuffers() {
+        if closed || innerBusy || !handshakeDone || handshakeFailed { return }
+        if filling.count == 0 { filling.release() }
+        if sending.count == 0 { sending.release() }
+        if SSL_free_buffers(ssl) == 1 { recordBuffersReleased += 1 }
+    }
+
+    /// Whether either ciphertext buffer has memory now.
+    var holdsCiphertextBuffers: Bool { filling.base != nil || sending.base != nil }
+    /// Times `releaseIdleBuffers` gave OpenSSL's record buffers back.
+    private(set) var recordBuffersReleased = 0
+
+    /// close_notify, then the inner transport's end of sending (FIN) once it is written; reads go on.
+    /// Nothing when a write is out (the session ends only with its writes done) or before the handshake.
+    func shutdownWrite() {
+        if closed || closeNotifySent || innerBusy || !handshakeDone || handshakeFailed { return }
+        closeNotifySent = true
+        ERR_clear_error()
+        if SSL_shutdown(ssl) < 0 { ERR_clear_error() }
+        if sendFilling() == .failed { return }
+        inner.shutdownWrite()
+    }
 
     // MARK: ByteTransportOwner (the transport below)
 
@@ -517,6 +546,14 @@ struct CipherBuffer {
     }
 
     func free() { base?.deallocate() }
+
+    /// Deallocates an empty buffer's memory (the next append allocates again).
+    mutating func release() {
+        guard count == 0, let base else { return }
+        base.deallocate()
+        self.base = nil
+        capacity = 0
+    }
 }
 
 /// The loop's TLS scratch memory, shared by its connections (each uses it synchronously).

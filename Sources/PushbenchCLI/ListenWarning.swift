@@ -7,11 +7,12 @@ import Glibc
 enum ListenWarning {
     /// The warning for `host`, naming the interfaces it reaches (nil: loopback only); `authenticated`
     /// when an authentication option is on.
+    /// Nil too when no interface holds the address: the gateway cannot listen there, and its start
+    /// fails with one line saying so.
     static func message(host: String, port: Int, authenticated: Bool = false) -> String? {
         let interfaces = reachedInterfaces(host: host)
-        if interfaces.allSatisfy(\.loopback) && !interfaces.isEmpty || isLoopbackName(host) { return nil }
-        let named = interfaces.isEmpty ? "no local interface has this address"
-            : interfaces.map { "\($0.name) \($0.address)" }.joined(separator: ", ")
+        if interfaces.allSatisfy(\.loopback) || isLoopbackName(host) { return nil }
+        let named = interfaces.map { "\($0.name) \($0.address)" }.joined(separator: ", ")
         return "warning: listening on \(host.contains(":") ? "[\(host)]" : host):\(port) reaches \(named); "
             + (authenticated ? "the gateway is a test double: it checks credentials, but serves anyone who can reach it"
                 : "the gateway is a test double with no authentication: anyone who can reach it can send to it")

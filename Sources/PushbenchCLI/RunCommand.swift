@@ -372,7 +372,7 @@ public struct RunCommand: PushbenchCommand {
                 }
                 return text
             },
-            .value("--retry", "N", \.retries, default: "0", help: "resend up to N times a request the server did not act on: cut off by a lost connection, refused (REFUSED_STREAM) or above a GOAWAY's last stream; never one reset otherwise") {
+            .value("--retry", "N", \.retries, default: "0", help: "resend up to N times a request the server did not act on: cut off by a lost connection, refused (REFUSED_STREAM) or above a GOAWAY's last stream (those are resent up to 8 times more, even without it); never one reset otherwise") {
                 text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 0...100)
             },
             .flag("--send-oversize", \.sendOversize,

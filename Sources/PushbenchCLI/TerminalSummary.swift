@@ -108,11 +108,15 @@ extension RunExecution {
         var out: [String] = []
         let m = r.measured
         let k = r.stats.connections
+        // A target whose certificate stopped verifying is up but refused: blamed on the certificate.
+        let certificate = k.certificateProblem.map { "\(k.certificateFailures) of \(k.connectFailures) connect failures: \($0)" }
+        var certificateSaid = false
         if measuredNothing(record, result: r) {
             if m.sent == 0 {
+                certificateSaid = certificate != nil && m.oversizeNotSent == 0
                 let why = m.oversizeNotSent > 0 ? "every payload was over the size limit"
-                    : k.lost > 0 || k.connectFailures > 0 ? "the target went away (\(k.lost) connections lost, \(k.connectFailures) connect failures)"
-                    : "nothing fell due"
+                    : certificate ?? (k.lost > 0 || k.connectFailures > 0 ? "the target went away (\(k.lost) connections lost, \(k.connectFailures) connect failures)"
+                    : "nothing fell due")
                 out.append("no request was sent in the measured time: \(why)")
             } else {
                 out.append("none of the \(m.sent) requests sent was answered (\(m.transportErrors) cut off, \(m.unfinished) unfinished):"
@@ -132,11 +136,17 @@ extension RunExecution {
                 why = "every stream was busy when requests fell due (\(slots) in flight at most; more --connections or"
                     + " --streams, or the target answers too slowly for this rate)"
             case .target:
-                why = "the target did not keep up (\(k.lost) connections lost, \(k.connectFailures) connect failures,"
-                    + " \(m.transportErrors) cut off, \(m.unfinished) unanswered)"
+                if let certificate {
+                    certificateSaid = true
+                    why = certificate + " (\(k.lost) connections lost, \(m.transportErrors) cut off, \(m.unfinished) unanswered)"
+                } else {
+                    why = "the target did not keep up (\(k.lost) connections lost, \(k.connectFailures) connect failures,"
+                        + " \(m.transportErrors) cut off, \(m.unfinished) unanswered)"
+                }
             }
             out.append(head + ": " + why)
         }
+        if let certificate, !certificateSaid { out.append(certificate) }
         return out
     }
 

@@ -247,6 +247,36 @@ import PushMetrics
         #expect(core.recorder.measured.check())
     }
 
+    /// A request above a GOAWAY's last stream id was not processed: it is resent on another connection
+    /// without `--retry`, up to `goAwayResends` times, and only then counted as a transport error.
+    @Test func aRequestRefusedByAGoAwayIsResentWithoutRetry() {
+        let (core, port, clock) = make(rate: 1_000, streams: 4, durationMs: 2, retries: 0)
+        core.begin(at: clock.time)
+        clock.advance(1_000_000)
+        core.pump()
+        #expect(port.started == [0, 1])
+        core.failed(slot: port.takeOldest(), cause: .goAway)
+        core.failed(slot: port.takeOldest(), cause: .connectionLost)
+        core.pump()
+        var m = core.recorder.measured
+        #expect(m.retries == 1 && m.transportErrorCauseCounts == ["connection_lost": 1])
+        for _ in 0..<DriverCore.goAwayResends {
+            core.failed(slot: port.takeOldest(), cause: .goAway)
+            core.pump()
+        }
+        m = core.recorder.measured
+        #expect(m.retries == DriverCore.goAwayResends)
+        #expect(m.transportErrorCauseCounts == ["connection_lost": 1, "goaway": 1])
+        while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+        clock.advance(2_000_000)
+        core.pump()
+        while !port.inFlight.isEmpty { core.responded(slot: port.takeOldest(), status: 200, reason: 0) }
+        clock.advance(1_000_000)
+        #expect(core.tick() == .finish)
+        core.finish()
+        #expect(core.recorder.measured.check())
+    }
+
     @Test func aResetCodeNamesItsCause() {
         #expect(TransportErrorCause.reset(code: 0x2) == .resetInternalError)
         #expect(TransportErrorCause.reset(code: 0x7) == .refused)

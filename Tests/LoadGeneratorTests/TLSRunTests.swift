@@ -30,6 +30,25 @@ import Testing
         #expect(r.out.contains("TLSv1.3 h2"), "\(r.out)")
     }
 
+    /// A gateway that retires each connection with GOAWAY after 500 streams, then ends it with a TLS
+    /// close (close_notify, FIN): every connection ends as closed by GOAWAY, not lost, and no request
+    /// is a transport error (those above the last stream id are resent), over TLS as over h2c.
+    @Test(arguments: [true, false])
+    func aGoAwayEvery500StreamsLosesNothing(tls: Bool) throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run((tls ? ["--tls"] : []) + ["--gateway-arg=--goaway-after-streams=500",
+                                         "--rps", "5000", "--duration", "10s", "--out", out.path])
+        #expect(r.status == 0, "\(r.err)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.accountingHolds(s))
+        #expect(PushbenchBinary.int(s, "connections", "goaways") >= 90)
+        #expect(PushbenchBinary.int(s, "connections", "lost") == 0, "\(s["connections"] ?? "")")
+        #expect(PushbenchBinary.int(s, "requests", "transport_errors") == 0,
+                "\((s["accounting"] as? [String: Any])?["transport_errors_by_cause"] ?? "")")
+        #expect(PushbenchBinary.int(s, "requests", "succeeded") == PushbenchBinary.int(s, "requests", "sent"))
+    }
+
     /// `--tls` with provider tokens: a sender as it talks to APNs, the embedded gateway checking the
     /// run's tokens over TLS (re-signed faster than the gateway allows, they are refused as APNs does).
     @Test func tlsWithProviderTokensTheEmbeddedGatewayChecksThem() throws {

@@ -60,6 +60,32 @@ import Testing
         #expect((accounting["not_sent"] as? Int ?? 0) > 0 && (accounting["not_in_latency"] as? Int ?? 0) > 0)
     }
 
+    /// A --tls target restarted with a new CA: the run's reconnects fail to verify its certificate, and
+    /// the warning says so, naming the CA file the run trusts, instead of blaming a target that went away.
+    @Test func aTargetRestartedWithANewCAIsBlamedOnItsCertificate() throws {
+        let bin = try #require(binary, "build pushbench first (swift build --build-tests)")
+        let dir = NSTemporaryDirectory() + "pushbench-newca-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try startProcess(bin, ["gateway", "--listen", "127.0.0.1:0", "--tls", "--tls-cert-out", dir + "/old.pem"])
+        let address = try #require(waitFor(first, #"127\.0\.0\.1:\d+"#), "no listening line: \(first.peekStdout())")
+        let run = try startProcess(bin, ["--target", "https://\(address)", "--cacert", dir + "/old.pem", "--rps", "200",
+                                         "--duration", "6s", "--warmup", "0s", "--out", dir + "/out"])
+        usleep(1_500_000)
+        kill(first.process.processIdentifier, SIGKILL)
+        _ = first.finish(timeout: 10)
+        let second = try startProcess(bin, ["gateway", "--listen", address, "--tls", "--tls-cert-out", dir + "/new.pem"])
+        #expect(waitFor(second, "listening on") != nil, "\(second.peekStdout())")
+        let r = run.finish(timeout: 60)
+        kill(second.process.processIdentifier, SIGTERM)
+        _ = second.finish(timeout: 30)
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("connect failures: the certificate of 127.0.0.1:"), "\(r.stderr)")
+        #expect(r.stderr.contains("no longer verifies (certificate verify failed: "), "\(r.stderr)")
+        #expect(r.stderr.contains("against the CAs the run trusts: those in \(dir)/old.pem (--cacert)"), "\(r.stderr)")
+        #expect(!r.stderr.contains("the target did not keep up") && !r.stderr.contains("went away"), "\(r.stderr)")
+    }
+
     @Test func theGatewayListensOnAHostNameAndABarePort() throws {
         let bin = try #require(binary, "build pushbench first (swift build --build-tests)")
         let named = try startProcess(bin, ["gateway", "--listen", "localhost:0"])
@@ -73,6 +99,11 @@ import Testing
         }
         kill(named.process.processIdentifier, SIGTERM)
         _ = named.finish(timeout: 30)
+        // An address of no interface of this host (TEST-NET-1): one line naming it, no warning before it.
+        let elsewhere = try runProcess(bin, ["gateway", "--listen", "192.0.2.1:8443"], timeout: 30)
+        #expect(elsewhere.status == 2, "\(elsewhere.stderr)")
+        #expect(elsewhere.stderr == "pushbench gateway: --listen: cannot listen 192.0.2.1:8443: no interface of this host has the"
+                + " address 192.0.2.1 (uv_tcp_bind: address not available (-99))\n", "\(elsewhere.stderr)")
         let unknown = try runProcess(bin, ["gateway", "--listen", "no-such-host.invalid:0"], timeout: 60)
         #expect(unknown.status == 2)
         #expect(unknown.stderr.hasPrefix("pushbench gateway: --listen: 'no-such-host.invalid:0': cannot resolve 'no-such-host.invalid'"),

@@ -155,6 +155,21 @@ final class RecordingServer: HTTP2ServerDelegate {
         try Self.roundTrips(s, count: 20, bodySize: 3000)
     }
 
+    /// A TLS connection with no stream for a second gives its record buffers back (OpenSSL's and the
+    /// ciphertext ones, about 66 KiB), at the server's sweep; its next request makes them again.
+    @Test func anIdleServerConnectionGivesBackItsRecordBuffers() throws {
+        let s = try Self.connect(server: try TestPKI.serverContext(), client: try TestPKI.clientContext())
+        try Self.roundTrips(s, count: 5)
+        let connection = try #require(s.recorder.opened.first)
+        let t = try #require(connection.transport as? TLSTransport)
+        #expect(t.holdsCiphertextBuffers && t.recordBuffersReleased == 0)
+        #expect(s.loop.run(until: { t.recordBuffersReleased == 1 }, timeoutNanoseconds: 5 * seconds))
+        #expect(!t.holdsCiphertextBuffers)
+        try Self.roundTrips(s, count: 5)
+        #expect(t.holdsCiphertextBuffers)
+        #expect(s.recorder.requests == 10)
+    }
+
     @Test func eachRecordIsDecryptedByOneSSLReadCall() throws {
         let s = try Self.connect(server: try TestPKI.serverContext(), client: try TestPKI.clientContext())
         try Self.roundTrips(s, count: 1)

@@ -100,13 +100,13 @@ import Testing
     }
 
     /// Loopback needs no warning; the wildcard address names the interfaces it reaches, loopback among
-    /// them, and says the gateway authenticates nobody.
+    /// them, and says the gateway authenticates nobody. An address no interface holds gets none either:
+    /// the gateway cannot listen there, and says so in the one line of its failed start.
     @Test func listeningBeyondLoopbackIsWarnedAbout() throws {
         #expect(ListenWarning.message(host: "127.0.0.1", port: 8080) == nil)
         #expect(ListenWarning.message(host: "::1", port: 8080) == nil)
         let all = try #require(ListenWarning.message(host: "0.0.0.0", port: 8080))
         #expect(all.contains("0.0.0.0:8080") && all.contains("lo 127.0.0.1") && all.contains("no authentication"))
-        let wrong = try #require(ListenWarning.message(host: "192.0.2.1", port: 1))
-        #expect(wrong.contains("no local interface"))
+        #expect(ListenWarning.message(host: "192.0.2.1", port: 1) == nil)
     }
 }

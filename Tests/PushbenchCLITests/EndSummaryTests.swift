@@ -75,6 +75,36 @@ import Testing
                                           + " the target did not keep up (8 connections lost, 40 connect failures") == true, "\(warnings)")
     }
 
+    /// Reconnects refused because the target's certificate stopped verifying (a gateway restarted with a
+    /// new CA) are blamed on the certificate, with the CAs the run trusts, not on a target that went away.
+    @Test func aCertificateThatNoLongerVerifiesIsNamedInsteadOfADeadTarget() {
+        var (record, r) = run(rate: 1000, sent: 3000, completed: 2900)
+        r.measured.unfinished = 0
+        r.measured.transportErrors = 100
+        r.measured.notSent = 7000
+        r.stats.connections.opened = 8
+        r.stats.connections.lost = 8
+        r.stats.connections.connectFailures = 40
+        r.stats.connections.certificateFailures = 38
+        r.stats.connections.certificateProblem = "the certificate of 127.0.0.1:8443 no longer verifies (certificate verify failed:"
+            + " unable to get local issuer certificate) against the CAs the run trusts: those in ca.pem (--cacert)"
+        record.rate = r.rateOutcome(targetRPS: 1000)
+        let warnings = RunExecution.warnings(record, result: r)
+        #expect(warnings.count == 1, "\(warnings)")
+        #expect(warnings.first?.hasSuffix(": 38 of 40 connect failures: the certificate of 127.0.0.1:8443 no longer verifies"
+                                          + " (certificate verify failed: unable to get local issuer certificate) against the CAs"
+                                          + " the run trusts: those in ca.pem (--cacert) (8 connections lost, 100 cut off, 0 unanswered)") == true,
+                "\(warnings)")
+        #expect(warnings.first?.contains("did not keep up") == false)
+        // A run that kept its rate still hears of it, on a line of its own.
+        var (kept, k) = run(rate: 100, sent: 1000, completed: 1000)
+        k.stats.connections.connectFailures = 2
+        k.stats.connections.certificateFailures = 2
+        k.stats.connections.certificateProblem = "the certificate of x no longer verifies"
+        kept.rate = k.rateOutcome(targetRPS: 100)
+        #expect(RunExecution.warnings(kept, result: k) == ["2 of 2 connect failures: the certificate of x no longer verifies"])
+    }
+
     @Test func theRateVerdictNamesWhatHeldItBack() {
         // Kept: the whole schedule went out and was answered.
         #expect(run(rate: 100, sent: 1000, completed: 1000).1.rateOutcome(targetRPS: 100) == RateOutcome(sentRPS: 100, shortfall: nil))

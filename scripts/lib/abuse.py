@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""The gateway abuse battery: hostile and careless clients against `pushbench gateway` (h2c).
+"""The gateway abuse battery: hostile and careless clients against `pushbench gateway` (h2c, and HTTP/1.1
+in cleartext and over TLS).
 
 Usage: abuse.py PUSHBENCH [--fuzz N] [--seed S] [--probe-ms MS] [--rss-budget-mb MB] [--only NAME,...]
+                [--http1-seconds S]
 
 Starts `PUSHBENCH gateway` on a free loopback port with short timeouts, then runs each case: the abuse
 (malformed and truncated frames of every type, invalid HPACK, HPACK bombs, CONTINUATION floods, rapid
@@ -11,6 +13,11 @@ fuzzer). While the abuse holds its sockets open and again after it let go, a nor
 connection must be answered within --probe-ms (best of 5 tries; default 100), the gateway must still
 run, and its peak RSS (VmHWM, /proc) must stay under --rss-budget-mb (default 200). After the idle
 connections close, their memory must go back (RSS within a quarter of what they took, plus 8 MiB).
+
+The HTTP/1.1 cases each start a gateway of their own (cleartext, then --tls with ALPN http/1.1) and watch
+its RSS: pipelining clients that never read their answers, on /stats, the FCM route and the token
+endpoint, for --http1-seconds (default 20) must keep it under 64 MiB and be closed within the write
+timeout; 2,000 connections holding unfinished 64 KiB bodies must stay within --max-body-total.
 Prints one line per case ("ok NAME ..." or "FAIL NAME: why") and exits 1 when any failed.
 """
 import argparse
@@ -18,7 +25,9 @@ import os
 import random
 import resource
 import select
+import re
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -479,6 +488,199 @@ def idle_connections_return_their_memory():
     return [], f"RSS {before // 1024} -> {peak // 1024} -> {after // 1024} MiB"
 
 
+# ---- HTTP/1.1: each case runs against a gateway of its own, cleartext and over TLS ----------------------
+
+FCM_BODY = b'{"message":{"token":"' + b"t" * 140 + b'","notification":{"title":"hi"}}}'
+HTTP1_REQUESTS = (
+    b"GET /stats HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    b"POST /v1/projects/pushbench/messages:send HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+    b"Content-Length: " + str(len(FCM_BODY)).encode() + b"\r\n\r\n" + FCM_BODY,
+    b"POST /token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+    b"Content-Length: 10\r\n\r\ngrant_type",
+)
+HTTP1_BUDGET_MB = 64
+
+
+def start_own_gateway(extra):
+    """A gateway of the case's own; returns (process, port)."""
+    g = subprocess.Popen([args.pushbench, "gateway", "--listen", "127.0.0.1:0", *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = ""
+    for _ in range(4):
+        line = g.stdout.readline()
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        if m:
+            return g, int(m.group(1))
+    g.kill()
+    raise AssertionError(f"the case's gateway printed no listening line: {line!r}")
+
+
+def stop_own_gateway(g):
+    if g.poll() is None:
+        g.terminate()
+        try:
+            g.wait(10)
+        except subprocess.TimeoutExpired:
+            g.kill()
+
+
+def pid_status_kb(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def http1_connect(gport, tls, rcvbuf=None):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(5)
+    s.connect(("127.0.0.1", gport))
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["http/1.1"])
+        s = ctx.wrap_socket(s)
+    return s
+
+
+def http1_stats(gport, tls):
+    """GET /stats over HTTP/1.1 on a fresh connection; the JSON as a dict."""
+    import json
+    s = http1_connect(gport, tls)
+    try:
+        s.sendall(b"GET /stats HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return json.loads(data.split(b"\r\n\r\n", 1)[1])
+    finally:
+        s.close()
+
+
+def http1_never_reading(tls):
+    """Pipelining clients that never read: the gateway must stop reading them, stay under the budget
+    and close each within the write timeout; it counts the limits in /stats."""
+    write_timeout = 2
+    extra = ["--write-timeout", f"{write_timeout}s"]
+    if tls:
+        extra += ["--tls", "--tls-cert-out", f"/tmp/pushbench-abuse-{os.getpid()}.pem"]
+    g, gport = start_own_gateway(extra)
+    try:
+        chunk = b"".join(HTTP1_REQUESTS) * 300
+        conns, closes, slowest, peak = [], 0, 0.0, 0
+        deadline = time.monotonic() + args.http1_seconds
+        while time.monotonic() < deadline and g.poll() is None:
+            while len(conns) < 4:
+                s = http1_connect(gport, tls, rcvbuf=4096)
+                s.setblocking(False)
+                conns.append({"s": s, "off": 0, "stalled": None})
+            for c in list(conns):
+                try:
+                    n = c["s"].send(chunk[c["off"]:])
+                    c["off"] = (c["off"] + n) % len(chunk)
+                    c["stalled"] = None
+                except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                    if c["stalled"] is None:
+                        c["stalled"] = time.monotonic()
+                except OSError:
+                    # The gateway closed it: how long after it stopped taking requests.
+                    if c["stalled"] is not None:
+                        slowest = max(slowest, time.monotonic() - c["stalled"])
+                    closes += 1
+                    c["s"].close()
+                    conns.remove(c)
+                    continue
+                if c["stalled"] is not None and time.monotonic() - c["stalled"] > write_timeout + 5:
+                    raise AssertionError(f"a client that reads nothing was still open {write_timeout + 5} s after it"
+                                         f" stalled (--write-timeout {write_timeout}s)")
+            peak = max(peak, pid_status_kb(g.pid, "VmHWM"))
+            time.sleep(0.005)
+        for c in conns:
+            c["s"].close()
+        if g.poll() is not None:
+            raise AssertionError(f"the gateway exited with {g.returncode}")
+        peak = max(peak, pid_status_kb(g.pid, "VmHWM")) // 1024
+        limits = http1_stats(gport, tls).get("limits", {})
+        why = []
+        if peak > HTTP1_BUDGET_MB:
+            why.append(f"peak RSS {peak} MiB over {HTTP1_BUDGET_MB} MiB")
+        if closes == 0:
+            why.append(f"no connection was closed in {args.http1_seconds} s")
+        if limits.get("write_timeout", 0) == 0 or limits.get("outbound_queue", 0) == 0:
+            why.append(f"/stats limits {limits} count no write_timeout or outbound_queue")
+        if why:
+            raise AssertionError("; ".join(why))
+        return [], f"gateway peak RSS {peak} MiB; {closes} closed, the slowest {slowest:.1f} s after it stalled"
+    finally:
+        stop_own_gateway(g)
+
+
+@case
+def http1_pipelining_never_reads():
+    """HTTP/1.1 clients that pipeline requests to every route and never read an answer (cleartext)."""
+    return http1_never_reading(tls=False)
+
+
+@case
+def http1_pipelining_never_reads_tls():
+    """The same over TLS (ALPN http/1.1)."""
+    return http1_never_reading(tls=True)
+
+
+@case
+def http1_held_bodies():
+    """2,000 HTTP/1.1 connections each holding an unfinished 64 KiB body: within --max-body-total."""
+    total_mb = 16
+    g, gport = start_own_gateway(["--max-body-total", f"{total_mb}MiB", "--request-timeout", "30s"])
+    held = []
+    try:
+        base = pid_status_kb(g.pid, "VmRSS")
+        head = (b"POST /v1/projects/pushbench/messages:send HTTP/1.1\r\nHost: localhost\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 65536\r\n\r\n")
+        body = b"x" * 65535
+        for _ in range(2000):
+            s = http1_connect(gport, False)
+            s.setblocking(False)
+            try:
+                s.send(head + body)
+            except OSError:
+                pass
+            held.append(s)
+        time.sleep(1)
+        peak = pid_status_kb(g.pid, "VmHWM")
+        refused = 0
+        for s in held:
+            try:
+                data = s.recv(4096)
+            except OSError:
+                data = b""
+            if data.startswith(b"HTTP/1.1 503") and b"Retry-After:" in data:
+                refused += 1
+        limits = http1_stats(gport, False).get("limits", {})
+        took = (peak - base) // 1024
+        # Each connection costs some memory of its own beside its body; the bodies may take the total.
+        allowed = total_mb + 2000 * 16 // 1024
+        why = []
+        if took > allowed:
+            why.append(f"RSS grew {took} MiB with 2000 held bodies, over {allowed} MiB ({total_mb} MiB --max-body-total)")
+        if refused == 0 or limits.get("body_memory", 0) == 0:
+            why.append(f"no body was refused with 503 and Retry-After ({refused}; /stats limits {limits})")
+        if why:
+            raise AssertionError("; ".join(why))
+        return [], f"RSS {base // 1024} -> {peak // 1024} MiB; {refused} answered 503"
+    finally:
+        for s in held:
+            s.close()
+        stop_own_gateway(g)
+
+
 @case
 def fuzz():
     """Seeded random frames after a valid preface, each burst on its own connection."""
@@ -510,6 +712,7 @@ def main():
     p.add_argument("--probe-ms", type=float, default=100)
     p.add_argument("--rss-budget-mb", type=int, default=200)
     p.add_argument("--only", default="")
+    p.add_argument("--http1-seconds", type=float, default=20)
     args = p.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -519,7 +722,6 @@ def main():
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = gateway.stdout.readline()
-        import re
         m = re.search(r"127\.0\.0\.1:(\d+)", line)
         if not m:
             print(f"FAIL gateway: no listening line: {line!r}")
