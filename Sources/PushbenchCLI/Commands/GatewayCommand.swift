@@ -21,7 +21,7 @@ public struct GatewayCommand: PushbenchCommand {
     The same options configure the embedded gateway of a run: pushbench run --gateway-arg=--latency=2ms.
     """
 
-    /// The gateway's own table (MockGateway/GatewayOptions.swift), shared with `run --gateway-arg`.
+    /// The gateway's own table (MockGateway/Configuration/GatewayOptions.swift), shared with `run --gateway-arg`.
     public static var options: OptionTable<GatewayConfiguration> { GatewayConfiguration.options }
 
     /// The validated configuration.

@@ -7,7 +7,8 @@ import Testing
 /// `PUSHMETRICS_UPDATE_GOLDEN=1 swift test --skip-build --filter PushMetricsTests` and review the diff.
 enum Golden {
     static let update = ProcessInfo.processInfo.environment["PUSHMETRICS_UPDATE_GOLDEN"] == "1"
-    static let sourceFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+    static let sourceFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures")
 
     static func check(_ produced: String, _ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         if update {
