@@ -147,4 +147,18 @@ import Testing
         }
         #expect(unnamed.isEmpty, "docs/architecture.md does not name \(unnamed.sorted())")
     }
+
+    /// No source file is over 500 lines: a longer one holds more than one concern, or a type that wants
+    /// an extension in a file of its own.
+    @Test func noSourceFileIsOver500Lines() throws {
+        var long: [String] = []
+        for module in try Self.swiftModules() {
+            for file in Self.swiftFiles(under: "Sources/\(module)") {
+                let text = try String(contentsOf: Self.repository.appendingPathComponent("Sources/\(module)/\(file)"), encoding: .utf8)
+                let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
+                if lines > 500 { long.append("Sources/\(module)/\(file): \(lines) lines") }
+            }
+        }
+        #expect(long.isEmpty, "source files over 500 lines: \(long)")
+    }
 }

@@ -379,28 +379,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     public func refuseAsHTTP2Only(_ sequence: UInt64, settings: [(id: UInt16, value: UInt32)],
                                   debugData: UnsafeRawBufferPointer) -> Bool {
         guard !isClosed, sequence == awaiting, sequence != 0 else { return false }
-        func frameHeader(_ o: inout ByteStore, length: Int, type: UInt8) {
-            o.appendByte(UInt8(truncatingIfNeeded: length >> 16))
-            o.appendByte(UInt8(truncatingIfNeeded: length >> 8))
-            o.appendByte(UInt8(truncatingIfNeeded: length))
-            o.appendByte(type)
-            o.appendByte(0)
-            for _ in 0..<4 { o.appendByte(0) }
-        }
-        func u32(_ o: inout ByteStore, _ v: UInt32) {
-            for shift in stride(from: 24, through: 0, by: -8) { o.appendByte(UInt8(truncatingIfNeeded: v >> UInt32(shift))) }
-        }
-        let o = output
-        frameHeader(&o.pointee, length: settings.count * 6, type: 0x4)
-        for s in settings {
-            o.pointee.appendByte(UInt8(s.id >> 8))
-            o.pointee.appendByte(UInt8(truncatingIfNeeded: s.id))
-            u32(&o.pointee, s.value)
-        }
-        frameHeader(&o.pointee, length: 8 + debugData.count, type: 0x7)
-        u32(&o.pointee, 0)
-        u32(&o.pointee, 0x1)  // PROTOCOL_ERROR
-        o.pointee.append(debugData.baseAddress, debugData.count)
+        HTTP1Wire.appendHTTP2Refusal(&output.pointee, settings: settings, debugData: debugData)
         awaiting = 0
         closeAfterWrite = true
         scheduleFlush()
@@ -514,17 +493,3 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
 }
 
 @available(*, unavailable) extension HTTP1ServerConnection: Sendable {}
-
-/// Whether `bytes` equal the lower-case ASCII `literal`, ignoring the case of `bytes`.
-@inline(__always)
-func asciiLowercaseEquals(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
-    guard bytes.count == literal.utf8CodeUnitCount else { return false }
-    let p = literal.utf8Start
-    var i = 0
-    while i < bytes.count {
-        let c = bytes[i]
-        if (c &- 0x41 < 26 ? c | 0x20 : c) != p[i] { return false }
-        i += 1
-    }
-    return true
-}

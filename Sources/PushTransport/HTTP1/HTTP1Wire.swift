@@ -170,3 +170,46 @@ struct HTTP1HeaderCollector {
     /// The fields as a list (valid until the next change).
     var list: HTTP2HeaderList { HTTP2HeaderList(store: UnsafeRawPointer(store.base), refs: refs.buffer) }
 }
+
+extension HTTP1Wire {
+    /// An HTTP/2-only server's answer to an HTTP/1.1 request: its SETTINGS frame, then
+    /// GOAWAY(PROTOCOL_ERROR, last stream 0, `debugData`).
+    static func appendHTTP2Refusal(_ o: inout ByteStore, settings: [(id: UInt16, value: UInt32)],
+                                   debugData: UnsafeRawBufferPointer) {
+        func frameHeader(_ o: inout ByteStore, length: Int, type: UInt8) {
+            o.appendByte(UInt8(truncatingIfNeeded: length >> 16))
+            o.appendByte(UInt8(truncatingIfNeeded: length >> 8))
+            o.appendByte(UInt8(truncatingIfNeeded: length))
+            o.appendByte(type)
+            o.appendByte(0)
+            for _ in 0..<4 { o.appendByte(0) }
+        }
+        func u32(_ o: inout ByteStore, _ v: UInt32) {
+            for shift in stride(from: 24, through: 0, by: -8) { o.appendByte(UInt8(truncatingIfNeeded: v >> UInt32(shift))) }
+        }
+        frameHeader(&o, length: settings.count * 6, type: 0x4)
+        for s in settings {
+            o.appendByte(UInt8(s.id >> 8))
+            o.appendByte(UInt8(truncatingIfNeeded: s.id))
+            u32(&o, s.value)
+        }
+        frameHeader(&o, length: 8 + debugData.count, type: 0x7)
+        u32(&o, 0)
+        u32(&o, 0x1)  // PROTOCOL_ERROR
+        o.append(debugData.baseAddress, debugData.count)
+    }
+}
+
+/// Whether `bytes` equal the lower-case ASCII `literal`, ignoring the case of `bytes`.
+@inline(__always)
+func asciiLowercaseEquals(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+    guard bytes.count == literal.utf8CodeUnitCount else { return false }
+    let p = literal.utf8Start
+    var i = 0
+    while i < bytes.count {
+        let c = bytes[i]
+        if (c &- 0x41 < 26 ? c | 0x20 : c) != p[i] { return false }
+        i += 1
+    }
+    return true
+}
