@@ -1,6 +1,4 @@
 import Foundation
-import LoadGenerator
-import PushPayload
 import Testing
 
 @Suite(.serialized) struct FCMRunTests {
@@ -117,48 +115,5 @@ import Testing
         let b = try PushbenchBinary.run(["--protocol", "fcm", "--tokens", bad.path, "--requests", "10", "--out", dir.path, "--quiet"])
         #expect(b.status == 2)
         #expect(b.err.contains("bad.txt:2:") && b.err.contains("FCM registration token") && b.err.contains("' '"), "\(b.err)")
-    }
-
-    @Test func optionsOnlyTheEmbeddedGatewayHasAreRefusedWithATarget() throws {
-        let dir = PushbenchBinary.tempDir()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let churn = try PushbenchBinary.run(["--target", "http://127.0.0.1:9", "--token-churn", "0.01/s", "--out", dir.path])
-        #expect(churn.status == 2)
-        #expect(churn.err.contains("--token-churn"), "\(churn.err)")
-        let capture = try PushbenchBinary.run(["--target", "http://127.0.0.1:9", "--protocol", "fcm", "--capture", "3", "--out", dir.path])
-        #expect(capture.status == 2 && capture.err.contains("--capture"), "\(capture.err)")
-        let apnsCapture = try PushbenchBinary.run(["--capture", "3", "--out", dir.path])
-        #expect(apnsCapture.status == 2 && apnsCapture.err.contains("--protocol fcm"), "\(apnsCapture.err)")
-        let badRate = try PushbenchBinary.run(["--token-churn", "lots", "--out", dir.path])
-        #expect(badRate.status == 2 && badRate.err.contains("--token-churn") && badRate.err.contains("lots"), "\(badRate.err)")
-        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("latest").path))
-    }
-}
-
-@Suite struct FCMTokenParsingTests {
-    @Test func fcmKindKeepsTokensAsWrittenAndRejectsOthers() throws {
-        let t = try DeviceTokens(bytes: Array("AbC:d_e-f.9\n# c\n\nx\n".utf8), file: "f", kind: .fcm)
-        #expect(t.count == 2 && t[0] == "AbC:d_e-f.9" && t[1] == "x" && t.maxLength == 11)
-        let e = #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("ok\na/b\n".utf8), file: "f", kind: .fcm) }
-        #expect(e?.description == "f:2: FCM registration token has a character '/' at column 2; allowed: A-Z a-z 0-9 _ : . -")
-        let tooLong = String(repeating: "a", count: DeviceTokens.maxFCMTokenLength + 1)
-        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array(tooLong.utf8), file: "f", kind: .fcm) }
-        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("# only\n".utf8), file: "f", kind: .fcm) }
-        // APNs stays hex-only.
-        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("AbC:d\n".utf8), file: "f") }
-    }
-
-    @Test func reasonsOfGoneTokens() {
-        let unregistered = Array(#"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"UNREGISTERED"}]}}"#.utf8)
-        let quota = Array(#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"errorCode": "QUOTA_EXCEEDED"}]}}"#.utf8)
-        let u = unregistered.withUnsafeBytes { Reasons.index(inBody: $0) }
-        let q = quota.withUnsafeBytes { Reasons.index(inBody: $0) }
-        #expect(Reasons.names[u] == "UNREGISTERED" && Reasons.names[q] == "QUOTA_EXCEEDED")
-        #expect(Reasons.meansTokenGone(status: 404, reason: u))
-        #expect(!Reasons.meansTokenGone(status: 404, reason: 0))  // wrong path: NOT_FOUND without errorCode
-        #expect(!Reasons.meansTokenGone(status: 429, reason: q))
-        #expect(Reasons.meansTokenGone(status: 410, reason: Reasons.index(of: "Unregistered")))
-        #expect(Reasons.meansTokenGone(status: 410, reason: Reasons.index(of: "ExpiredToken")))
-        #expect(!Reasons.meansTokenGone(status: 400, reason: Reasons.index(of: "BadDeviceToken")))
     }
 }

@@ -88,6 +88,18 @@ import Testing
         }
         #expect(minAllocations { _ = a.token(7).count } == 0)
     }
+
+    @Test func fcmKindKeepsTokensAsWrittenAndRejectsOthers() throws {
+        let t = try DeviceTokens(bytes: Array("AbC:d_e-f.9\n# c\n\nx\n".utf8), file: "f", kind: .fcm)
+        #expect(t.count == 2 && t[0] == "AbC:d_e-f.9" && t[1] == "x" && t.maxLength == 11)
+        let e = #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("ok\na/b\n".utf8), file: "f", kind: .fcm) }
+        #expect(e?.description == "f:2: FCM registration token has a character '/' at column 2; allowed: A-Z a-z 0-9 _ : . -")
+        let tooLong = String(repeating: "a", count: DeviceTokens.maxFCMTokenLength + 1)
+        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array(tooLong.utf8), file: "f", kind: .fcm) }
+        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("# only\n".utf8), file: "f", kind: .fcm) }
+        // APNs stays hex-only.
+        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("AbC:d\n".utf8), file: "f") }
+    }
 }
 
 @Suite struct PushUUIDTests {

@@ -45,6 +45,22 @@ import Testing
         #expect(refusal(["--json", "--quiet"]) == nil)
     }
 
+    /// What only the embedded gateway does is refused with --target, and --capture only with FCM.
+    @Test func optionsOnlyTheEmbeddedGatewayHasAreRefusedWithATarget() {
+        func refusal(_ args: [String]) -> String? {
+            do throws(UsageError) { _ = try RunCommand(arguments: ParsedArguments(args, options: RunCommand.options)); return nil }
+            catch { return error.message }
+        }
+        #expect(refusal(["--target", "http://127.0.0.1:9", "--token-churn", "0.01/s"])
+                == "--token-churn: only the embedded gateway can churn tokens, not with --target")
+        #expect(refusal(["--target", "http://127.0.0.1:9", "--protocol", "fcm", "--capture", "3"])
+                == "--capture: only the embedded gateway captures pushes, not with --target")
+        #expect(refusal(["--capture", "3"])?.contains("use --protocol fcm") == true)
+        let badRate = refusal(["--token-churn", "lots"])
+        #expect(badRate?.contains("--token-churn") == true && badRate?.contains("lots") == true, "\(badRate ?? "accepted")")
+        #expect(refusal(["--protocol", "fcm", "--capture", "3"]) == nil)
+    }
+
     @Test func durations() throws {
         #expect(try ValueParser.duration("10s", option: "--d") == 10)
         #expect(try ValueParser.duration("500ms", option: "--d") == 0.5)
