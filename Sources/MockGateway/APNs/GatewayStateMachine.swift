@@ -31,22 +31,6 @@ public struct GatewayResponse: Equatable, Sendable {
     }
 }
 
-/// What the transport adapter does with one request.
-public enum GatewayAction: Equatable, Sendable {
-    /// Answer now.
-    case respond(GatewayResponse)
-    /// Answer after `delayNanos`.
-    case respondLater(delayNanos: UInt64, GatewayResponse)
-    /// Answer `GET /stats` with every loop's counters as JSON.
-    case stats
-    /// Answer `GET /metrics` with every loop's counters in Prometheus's text format.
-    case metrics
-    /// Answer the OAuth2 token endpoint: `status` and the JSON `body` (not a push request; never delayed).
-    case oauthToken(status: UInt16, body: String)
-    /// Close the TCP connection abruptly: no response, no GOAWAY.
-    case drop
-}
-
 /// What ``GatewayStateMachine/decide(_:connection:now:response:)`` decided; the push response itself is
 /// written to the caller's ``GatewayResponse`` rather than carried here, so it is not copied per request.
 public enum GatewayDecision: Equatable, Sendable {
@@ -213,22 +197,8 @@ public final class GatewayStateMachine {
         return .apns
     }
 
-    /// Decides the answer to `request`.
-    public func handle(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState,
-                                now: UInt64) -> GatewayAction {
-        var response = GatewayResponse(status: 200, apnsID: .unset)
-        switch decide(request, connection: &connection, now: now, response: &response) {
-        case .respond: return .respond(response)
-        case .respondLater(let delay): return .respondLater(delayNanos: delay, response)
-        case .stats: return .stats
-        case .metrics: return .metrics
-        case .oauthToken(let status, let body): return .oauthToken(status: status, body: body)
-        case .drop: return .drop
-        }
-    }
-
-    /// ``handle(_:connection:now:)`` for the event loop: the push response is written to `response`
-    /// (all of it: nothing of a previous request is left) instead of travelling inside the action.
+    /// Decides the answer to `request`. The push response is written to `response` (all of it: nothing
+    /// of a previous request is left) rather than returned, so it is not copied per request.
     public func decide(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState,
                                 now: UInt64, response: inout GatewayResponse) -> GatewayDecision {
         let route = route(method: request.method, path: request.path)

@@ -95,12 +95,13 @@ import Testing
 
     @Test func fixedUniformAndPercentileLatencies() throws {
         var fixed = try Harness(["--latency", "2ms"])
-        if case .respondLater(let d, let r) = fixed.send(TestRequest()) { #expect(d == 2_000_000 && r.status == 200) } else { Issue.record("no delay") }
+        let answer = fixed.send(TestRequest())
+        if case .respondLater(let d) = answer.decision { #expect(d == 2_000_000 && answer.written.status == 200) } else { Issue.record("no delay") }
 
         var uniform = try Harness(["--latency", "1ms-3ms"])
         var sum = 0.0
         for _ in 0..<2000 {
-            guard case .respondLater(let d, _) = uniform.send(TestRequest()) else { Issue.record("no delay"); return }
+            guard case .respondLater(let d) = uniform.send(TestRequest()).decision else { Issue.record("no delay"); return }
             #expect(d >= 1_000_000 && d <= 3_000_000)
             sum += Double(d)
         }
@@ -109,7 +110,7 @@ import Testing
         var pct = try Harness(["--latency", "p0=1ms,p50=2ms,p90=10ms,p100=20ms"])
         var samples: [UInt64] = []
         for _ in 0..<10_000 {
-            guard case .respondLater(let d, _) = pct.send(TestRequest()) else { Issue.record("no delay"); return }
+            guard case .respondLater(let d) = pct.send(TestRequest()).decision else { Issue.record("no delay"); return }
             samples.append(d)
         }
         samples.sort()
@@ -120,7 +121,9 @@ import Testing
 
     @Test func latencyAppliesToErrorsToo() throws {
         var h = try Harness(["--latency", "1ms"])
-        guard case .respondLater(_, let r) = h.send(TestRequest(headers: [])) else { Issue.record("no delay"); return }
+        let answer = h.send(TestRequest(headers: []))
+        guard case .respondLater = answer.decision else { Issue.record("no delay"); return }
+        let r = answer.written
         #expect(r.reason == .missingTopic)
     }
 
@@ -149,11 +152,11 @@ import Testing
     @Test func dropsAfterNStreamsAndByRate() throws {
         var h = try Harness(["--drop-after-streams", "2"])
         #expect(h.send(TestRequest()).response != nil)
-        #expect(h.send(TestRequest()) == .drop)
+        #expect(h.send(TestRequest()).decision == .drop)
         #expect(h.stats.drops == 1)
         var r = try Harness(["--drop-rate", "0.1"])
         var drops = 0
-        for _ in 0..<5000 where r.send(TestRequest()) == .drop { drops += 1 }
+        for _ in 0..<5000 where r.send(TestRequest()).decision == .drop { drops += 1 }
         #expect(drops > 350 && drops < 650)
     }
 

@@ -48,13 +48,26 @@ struct TestRequest {
     }
 }
 
-extension GatewayAction {
-    /// The response, whether immediate or delayed.
+/// The state machine's answer to one request: what it decided and the push response it wrote.
+struct GatewayAnswer: Equatable {
+    var decision: GatewayDecision
+    var written: GatewayResponse
+
+    /// The response, whether immediate or delayed; nil for an answer that is not a push response.
     var response: GatewayResponse? {
-        switch self {
-        case .respond(let r), .respondLater(_, let r): r
+        switch decision {
+        case .respond, .respondLater: written
         case .stats, .metrics, .drop, .oauthToken: nil
         }
+    }
+}
+
+extension GatewayStateMachine {
+    /// Decides the answer to `request` as the gateway loop does, with a fresh response.
+    func answer(_ request: borrowing GatewayRequest, connection: inout GatewayConnectionState, now: UInt64) -> GatewayAnswer {
+        var response = GatewayResponse(status: 200, apnsID: .unset)
+        let decision = decide(request, connection: &connection, now: now, response: &response)
+        return GatewayAnswer(decision: decision, written: response)
     }
 }
 
@@ -81,8 +94,8 @@ struct Harness {
         self.init(try GatewayConfiguration.parse(flags))
     }
 
-    mutating func send(_ request: TestRequest) -> GatewayAction {
-        request.with { machine.handle($0, connection: &connection, now: now) }
+    mutating func send(_ request: TestRequest) -> GatewayAnswer {
+        request.with { machine.answer($0, connection: &connection, now: now) }
     }
 
     mutating func status(_ request: TestRequest) -> (UInt16, String?) {
@@ -99,7 +112,7 @@ struct Harness {
         request.with { req in
             for round in 0..<5 {
                 pb_alloc_reset()
-                for _ in 0..<1000 { _ = machine.handle(req, connection: &connection, now: now) }
+                for _ in 0..<1000 { _ = machine.answer(req, connection: &connection, now: now) }
                 if round > 0 { best = min(best, pb_alloc_count()) }
             }
         }

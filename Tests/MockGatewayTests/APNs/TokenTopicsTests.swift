@@ -145,10 +145,10 @@ func temporaryFile(_ name: String, _ text: String) throws -> (path: String, remo
             for round in 0..<5 {
                 pb_alloc_reset()
                 for _ in 0..<250 {
-                    _ = h.machine.handle(r0, connection: &h.connection, now: h.now)
-                    _ = h.machine.handle(r1, connection: &h.connection, now: h.now)
-                    _ = h.machine.handle(r2, connection: &h.connection, now: h.now)
-                    _ = h.machine.handle(r3, connection: &h.connection, now: h.now)
+                    _ = h.machine.answer(r0, connection: &h.connection, now: h.now)
+                    _ = h.machine.answer(r1, connection: &h.connection, now: h.now)
+                    _ = h.machine.answer(r2, connection: &h.connection, now: h.now)
+                    _ = h.machine.answer(r3, connection: &h.connection, now: h.now)
                 }
                 if round > 0 { best = min(best, pb_alloc_count()) }
             }
@@ -168,12 +168,14 @@ func temporaryFile(_ name: String, _ text: String) throws -> (path: String, remo
         var apns: [String] = []
         for _ in 0..<3 {
             TestRequest().with { req in
-                if case .respond(let r) = machine.handle(req, connection: &connection, now: 1) { apns.append(r.apnsID.description) }
+                let a = machine.answer(req, connection: &connection, now: 1)
+                if case .respond = a.decision { apns.append(a.written.apnsID.description) }
             }
         }
         var fcm = ""
         fcmRequest(fcmSeedMessage).with { req in
-            if case .respond(let r) = machine.handle(req, connection: &connection, now: 1) { fcm = r.fcm?.body ?? "" }
+            let a = machine.answer(req, connection: &connection, now: 1)
+            if case .respond = a.decision { fcm = a.written.fcm?.body ?? "" }
         }
         return (apns, fcm)
     }

@@ -232,7 +232,9 @@ import CAllocCounter
 
     @Test func latencyAndGoawayApplyToTheFCMRoute() throws {
         var h = try Harness(["--latency", "2ms", "--goaway-after-streams", "2"])
-        guard case .respondLater(let d, let first) = h.send(fcmRequest(fcmSeedMessage)) else { Issue.record("not delayed"); return }
+        let delayed = h.send(fcmRequest(fcmSeedMessage))
+        guard case .respondLater(let d) = delayed.decision else { Issue.record("not delayed"); return }
+        let first = delayed.written
         #expect(d == 2_000_000 && first.fcm?.status == 200 && first.goaway == nil)
         #expect(h.send(fcmRequest(fcmSeedMessage)).response?.goaway == .shutdown)
     }
@@ -365,7 +367,7 @@ import CAllocCounter
             request.with { req in
                 for round in 0..<5 {
                     pb_alloc_reset()
-                    for _ in 0..<500 { _ = h.machine.handle(req, connection: &h.connection, now: h.now) }
+                    for _ in 0..<500 { _ = h.machine.answer(req, connection: &h.connection, now: h.now) }
                     if round > 0 { best = min(best, pb_alloc_count()) }
                 }
             }

@@ -32,8 +32,8 @@ import Testing
     /// (status, JSON object) of a POST to `path` with `body`.
     static func post(_ h: inout Harness, _ body: String, path: String = "/token") throws -> (UInt16, [String: Any]) {
         let action = TestRequest(path: path, headers: [("content-type", "application/x-www-form-urlencoded")], body: body)
-            .with { h.machine.handle($0, connection: &h.connection, now: h.now) }
-        guard case .oauthToken(let status, let text) = action else { throw ProbeError(message: "not a token answer: \(action)") }
+            .with { h.machine.answer($0, connection: &h.connection, now: h.now) }
+        guard case .oauthToken(let status, let text) = action.decision else { throw ProbeError(message: "not a token answer: \(action)") }
         let o = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         return (status, o)
     }
@@ -104,7 +104,7 @@ import Testing
     /// The FCM send's status with `authorization`.
     static func send(_ h: inout Harness, authorization: String) -> UInt16? {
         TestRequest(path: fcmPath, headers: [("authorization", authorization)], body: fcmMessage(""))
-            .with { h.machine.handle($0, connection: &h.connection, now: h.now) }.response?.status
+            .with { h.machine.answer($0, connection: &h.connection, now: h.now) }.response?.status
     }
 
     @Test func oauthModeAcceptsOnlyUnexpiredTokensItIssued() throws {
