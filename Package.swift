@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "PushCredentials", dependencies: ["COpenSSL", "PushVocabulary"]),
         .target(name: "MockGateway", dependencies: ["PushTransport", "PushPayload", "PushVocabulary", "CommandLineOptions", "PushCredentials"],
                 swiftSettings: hotPath),
-        .target(name: "LoadGenerator", dependencies: ["PushTransport", "PushPayload", "PushMetrics", "MockGateway", "PushVocabulary", "PushCredentials"],
+        .target(name: "LoadGenerator", dependencies: ["PushTransport", "PushPayload", "PushMetrics", "PushVocabulary", "PushCredentials"],
                 swiftSettings: hotPath),
         .target(name: "PushbenchCLI", dependencies: ["CommandLineOptions", "LoadGenerator", "MockGateway", "PushMetrics", "PushPayload", "PushTransport",
                                                      "PushVocabulary", "PushCredentials"]),

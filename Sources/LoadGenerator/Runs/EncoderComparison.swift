@@ -1,5 +1,4 @@
 import Foundation
-import MockGateway
 import PushMetrics
 import PushPayload
 import PushVocabulary
@@ -102,8 +101,6 @@ public struct VariantRun {
     public var pushes: Int
     /// CPU seconds of the whole process during this variant's rounds (the embedded gateway included).
     public var processCPUSeconds: Double
-    /// What the gateway saw during this variant's rounds (nil with an external target).
-    public var gateway: GatewayStats?
     /// Each round's own figures, in order: the spread between rounds shows whether a difference between
     /// variants is larger than the noise.
     public var perRound: [RoundFigures] = []
@@ -144,22 +141,22 @@ public struct EncoderComparisonResult {
 /// ```swift
 /// let schedule = ComparisonSchedule.rounds(variants: 3, durationNs: 10_000_000_000, roundNs: 1_000_000_000)
 /// let ab = try EncoderComparison.run(config, variants: [.zerocopy, .copy, .foundation], schedule: schedule,
-///                                    gatewayStats: { gateway.stats() })
+///                                    roundEnded: { round in print("round", round.index, "done") })
 /// for v in ab.variants { print(v.variant, v.result.latency.valueAtPercentile(99), v.cpuSecondsPerMillion ?? 0) }
 /// ```
 public enum EncoderComparison {
     /// Runs `schedule` (round `r` uses `variants[r.variant]`), each round a ``LoadRun`` of `base` with that
-    /// encoder. `gatewayStats` (the embedded gateway's counters) attributes what the gateway saw to each
-    /// variant. `roundStarted` is called before each round; `progress` and `shouldStop` as in ``LoadRun``.
+    /// encoder. `roundStarted` is called before each round and `roundEnded` after it (a caller attributes
+    /// what it counts between the two, such as a gateway's requests, to the round's variant); `progress`
+    /// and `shouldStop` as in ``LoadRun``.
     /// A stop ends the run after the current round. Throws when a round cannot reach the target.
     public static func run(_ base: LoadConfiguration, variants: [EncoderVariant], schedule: [ComparisonRound],
-                           gatewayStats: (() -> GatewayStats)? = nil,
                            roundStarted: (ComparisonRound) -> Void = { _ in },
+                           roundEnded: (ComparisonRound) -> Void = { _ in },
                            progress: (LiveSnapshot, Double) -> Void = { _, _ in },
                            shouldStop: () -> Bool = { false }) throws(LoadRunError) -> EncoderComparisonResult {
         var runs = variants.map { v in
-            VariantRun(variant: v, result: LoadResult(measuredStart: Date()), rounds: 0, pushes: 0, processCPUSeconds: 0,
-                       gateway: gatewayStats == nil ? nil : GatewayStats())
+            VariantRun(variant: v, result: LoadResult(measuredStart: Date()), rounds: 0, pushes: 0, processCPUSeconds: 0)
         }
         var done: [ComparisonRound] = []
         var interrupted = false
@@ -172,13 +169,10 @@ public enum EncoderComparison {
             config.requests = round.requests
             config.warmupNs = round.warmupNs
             let cpuBefore = processCPU()
-            let gatewayBefore = gatewayStats?()
             let r = try LoadRun.run(config, progress: progress, shouldStop: shouldStop)
+            roundEnded(round)
             var run = runs[round.variant]
             run.processCPUSeconds += processCPU() - cpuBefore
-            if let before = gatewayBefore, let after = gatewayStats?() {
-                run.gateway?.add(after.subtracting(before))
-            }
             let pushes = r.measured.sent + r.warmup.sent + r.measured.retries + r.warmup.retries
             run.pushes += pushes
             run.perRound.append(RoundFigures(
@@ -224,35 +218,5 @@ extension LoadResult {
         if let s = r.stealSeconds { stealSeconds = (stealSeconds ?? 0) + s }
         if first { loadAverageAtStart = r.loadAverageAtStart }
         interrupted = interrupted || r.interrupted
-    }
-}
-
-extension GatewayStats {
-    /// The counts seen since `earlier` (connections open is the later value).
-    func subtracting(_ earlier: GatewayStats) -> GatewayStats {
-        var d = GatewayStats()
-        d.requests = requests &- earlier.requests
-        for (k, v) in byStatus { d.byStatus[k] = v &- (earlier.byStatus[k] ?? 0) }
-        for (k, v) in byReason { d.byReason[k] = v &- (earlier.byReason[k] ?? 0) }
-        d.byStatus = d.byStatus.filter { $0.value > 0 }
-        d.byReason = d.byReason.filter { $0.value > 0 }
-        d.bytesIn = bytesIn &- earlier.bytesIn
-        d.connectionsOpen = connectionsOpen
-        d.connectionsTotal = connectionsTotal &- earlier.connectionsTotal
-        d.goaways = goaways &- earlier.goaways
-        d.drops = drops &- earlier.drops
-        return d
-    }
-
-    /// Adds another span's counts.
-    mutating func add(_ o: GatewayStats) {
-        requests += o.requests
-        byStatus.merge(o.byStatus, uniquingKeysWith: +)
-        byReason.merge(o.byReason, uniquingKeysWith: +)
-        bytesIn += o.bytesIn
-        connectionsOpen = o.connectionsOpen
-        connectionsTotal += o.connectionsTotal
-        goaways += o.goaways
-        drops += o.drops
     }
 }

@@ -1,3 +1,4 @@
+import CommandLineOptions
 import Foundation
 import PushPayload
 import PushTransport
@@ -186,16 +187,11 @@ public struct GatewayConfiguration: Equatable, Sendable {
     // MARK: value parsers (shared by flags and the scenario file)
 
     static func fraction(_ text: String, _ name: String) throws(GatewayConfigurationError) -> Double {
-        do throws(QuantityError) { return try Quantity.fraction(text) } catch {
-            throw GatewayConfigurationError("\(name): \(error.message)")
-        }
+        try ValueParser.quantity(text, option: name, Quantity.fraction)
     }
 
     static func duration(_ text: String, _ name: String) throws(GatewayConfigurationError) -> Double {
-        let d: ParsedDuration
-        do throws(QuantityError) { d = try Quantity.duration(text) } catch {
-            throw GatewayConfigurationError("\(name): \(error.message)")
-        }
+        let d = try ValueParser.quantity(text, option: name) { t throws(QuantityError) in try Quantity.duration(t) }
         guard let nanos = wholeNanos(d) else { throw GatewayConfigurationError("\(name): '\(text)' is not under an hour") }
         return Double(nanos) / 1e9
     }

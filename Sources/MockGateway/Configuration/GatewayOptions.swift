@@ -121,7 +121,7 @@ extension GatewayConfiguration {
                 (config, value) throws(UsageError) in config.auth.keys.append(try providerKey(value, "--apns-key"))
             },
             .value("--apns-team", "TEAMID", \.auth.teamID, help: "the team id every provider token's iss must name") {
-                text, name throws(UsageError) in try credentialID(text, name, what: "a team id")
+                text, name throws(UsageError) in try ValueParser.credentialID(text, option: name, what: "a team id")
             },
             .value("--apns-token-interval", "T", \.auth.tokenUpdateIntervalNanos, default: "20m",
                    help: "a connection may change its provider token once per T; more often is answered 429 TooManyProviderTokenUpdates") {
@@ -197,8 +197,7 @@ extension GatewayConfiguration {
             },
             .value("--fanout-rate", "N/s", \.fcm.fanoutPerSecond, default: "10000/s",
                    help: "devices reached per second by fan-out") { text, name throws(UsageError) in
-                let r: ParsedRate
-                do throws(QuantityError) { r = try Quantity.rate(text) } catch { throw UsageError("\(name): \(error.message)") }
+                let r = try ValueParser.quantity(text, option: name) { t throws(QuantityError) in try Quantity.rate(t) }
                 guard r.count > 0 else { throw UsageError("\(name): '\(text)' is not a positive rate N/s (e.g. 10000/s)") }
                 return r.perSecond
             },
@@ -211,7 +210,7 @@ extension GatewayConfiguration {
             },
             .value("--token-churn", "F/s", \.fcm.tokenChurnPerSecond,
                    help: "fraction of the token space invalidated per second (APNs: 410, FCM: 404)") { text, name throws(UsageError) in
-                try tokenChurn(text, name)
+                try ValueParser.tokenChurn(text, option: name)
             },
             .value("--capture", "N", \.fcm.capture, help: "keep the first N delivered Apple pushes (headers + payload) in /stats") {
                 text, name throws(UsageError) in
@@ -268,8 +267,7 @@ extension GatewayConfiguration {
 
     /// A size in bytes (`16KiB`, `4MiB`, `65536`) within `range`.
     static func size(_ text: String, _ name: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int {
-        let n: Int
-        do throws(QuantityError) { n = try Quantity.size(text) } catch { throw UsageError("\(name): \(error.message)") }
+        let n = try ValueParser.quantity(text, option: name, Quantity.size)
         guard range.contains(n) else { throw UsageError("\(name): \(text) is out of range (\(range.lowerBound)...\(range.upperBound) bytes)") }
         return n
     }
@@ -318,7 +316,7 @@ extension GatewayConfiguration {
     /// `KEYID=FILE`: a provider key read from FILE now, so a bad file stops the start (exit 2).
     static func providerKey(_ value: String, _ name: String) throws(UsageError) -> APNsProviderKey {
         guard let eq = value.firstIndex(of: "=") else { throw UsageError("\(name): '\(value)' is not KEYID=FILE (e.g. ABC123DEFG=AuthKey_ABC123DEFG.p8)") }
-        let id = try credentialID(String(value[..<eq]), name, what: "a key id")
+        let id = try ValueParser.credentialID(String(value[..<eq]), option: name, what: "a key id")
         let path = String(value[value.index(after: eq)...])
         guard !path.isEmpty else { throw UsageError("\(name): '\(value)' names no file") }
         do throws(CredentialError) { return try APNsProviderKey(keyID: id, path: path) } catch {
@@ -326,28 +324,9 @@ extension GatewayConfiguration {
         }
     }
 
-    /// A key or team id: letters, digits, '.', '-' and '_' (Apple's are 10 capitals and digits).
-    public static func credentialID(_ text: String, _ name: String, what: String) throws(UsageError) -> String {
-        guard !text.isEmpty, text.utf8.count <= 64,
-              text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2E || $0 == 0x2D || $0 == 0x5F }) else {
-            throw UsageError("\(name): '\(text)' is not \(what) (letters, digits, '.', '-', '_'; Apple's are 10 characters like ABC123DEFG)")
-        }
-        return text
-    }
-
-    /// `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback, 127.0.0.1); port 0 picks a free one. A host name
-    /// (`localhost`) is resolved here, once, to the numeric address the server binds.
-    public static func listenAddress(_ value: String, _ name: String) throws(UsageError) -> (host: String, port: Int) {
-        guard let colon = value.lastIndex(of: ":"), let p = Int(value[value.index(after: colon)...]),
-              (0...65535).contains(p) else {
-            throw UsageError("\(name): '\(value)' is not HOST:PORT (e.g. 127.0.0.1:8080, localhost:0, :8080)")
-        }
-        var h = String(value[..<colon])
-        if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
-        if h.isEmpty { return ("127.0.0.1", p) }
-        do throws(HostResolver.Failure) { return (try HostResolver.numeric(h), p) } catch {
-            throw UsageError("\(name): '\(value)': \(error)")
-        }
+    /// `HOST:PORT`, `[IPv6]:PORT` or `:PORT`, its host resolved (``HostResolver/listenAddress(_:)``).
+    static func listenAddress(_ value: String, _ name: String) throws(UsageError) -> (host: String, port: Int) {
+        try ValueParser.quantity(value, option: name, HostResolver.listenAddress)
     }
 
     /// `N` or `N/BURST` requests per second per token.
@@ -364,19 +343,6 @@ extension GatewayConfiguration {
             burst = b
         }
         return TokenRateLimit(perSecond: rate, burst: burst)
-    }
-
-    /// A fraction of the token space per time unit (`0.01/s`), as a fraction per second; `pushbench run
-    /// --token-churn` reads its value with this too.
-    public static func tokenChurn(_ value: String, _ name: String) throws(UsageError) -> Double {
-        let r: ParsedRate
-        do throws(QuantityError) { r = try Quantity.rate(value) } catch {
-            throw UsageError("\(name): \(error.message.replacingOccurrences(of: "is not a rate", with: "is not a fraction per time unit"))")
-        }
-        guard r.perSecond <= 1 else {
-            throw UsageError("\(name): '\(value)' is more than the whole token space per second (at most 1/s, e.g. 0.01/s)")
-        }
-        return r.perSecond
     }
 }
 

@@ -41,3 +41,26 @@ public enum HostResolver {
         return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 }
+
+extension HostResolver {
+    /// Why a listen address was refused: its text, and what was wrong with it.
+    public struct AddressError: Error, Sendable, CustomStringConvertible {
+        /// `'VALUE' is not HOST:PORT (…)` or `'VALUE': cannot resolve …`.
+        public var description: String
+    }
+
+    /// `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback, 127.0.0.1); port 0 picks a free one. A host name
+    /// (`localhost`) is resolved here, once, to the numeric address a server binds.
+    public static func listenAddress(_ value: String) throws(AddressError) -> (host: String, port: Int) {
+        guard let colon = value.lastIndex(of: ":"), let p = Int(value[value.index(after: colon)...]),
+              (0...65535).contains(p) else {
+            throw AddressError(description: "'\(value)' is not HOST:PORT (e.g. 127.0.0.1:8080, localhost:0, :8080)")
+        }
+        var h = String(value[..<colon])
+        if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
+        if h.isEmpty { return ("127.0.0.1", p) }
+        do throws(Failure) { return (try numeric(h), p) } catch {
+            throw AddressError(description: "'\(value)': \(error)")
+        }
+    }
+}

@@ -4,24 +4,24 @@ import PushMetrics
 import PushVocabulary
 
 /// `pushbench capacity`'s own options; every option of `pushbench run` that a step uses is accepted too.
-public struct CapacityOptions: Equatable, Sendable {
+struct CapacityOptions: Equatable, Sendable {
     /// `--slo` (repeatable): the objectives every step must meet.
-    public var objectives: [CapacityObjective] = []
+    var objectives: [CapacityObjective] = []
     /// `--min`: the first rate tried.
-    public var min = 1_000
+    var min = 1_000
     /// `--max`: the highest rate tried.
-    public var max = 1_000_000
+    var max = 1_000_000
     /// `--step-duration`: each step's measured time, in seconds (its warm-up comes before it).
-    public var stepSeconds = 10.0
+    var stepSeconds = 10.0
     /// `--resolution`: the bisection stops when the rate that held and the one that failed are this close.
-    public var resolution = 0.02
+    var resolution = 0.02
 }
 
 /// `pushbench capacity`: the highest constant rate at which every objective holds, found by running steps.
-public struct CapacityCommand: PushbenchCommand {
-    public static let name = "capacity"
-    public static let abstract = "the highest rate at which every objective holds: an exponential probe, then a bisection"
-    public static let usage = """
+struct CapacityCommand: PushbenchCommand {
+    static let name = "capacity"
+    static let abstract = "the highest rate at which every objective holds: an exponential probe, then a bisection"
+    static let usage = """
     USAGE: pushbench capacity --slo p99<5ms [--slo error_rate<0.1%] [--min 1k] [--max 1M]
                               [--step-duration 10s] [--resolution 2%] [run options]
 
@@ -35,7 +35,7 @@ public struct CapacityCommand: PushbenchCommand {
     A step whose latency missed while the host stole 1% or more of its time (steal) is run again, twice
     at most; a miss on the last try counts.
     """
-    public static let footer: String? = """
+    static let footer: String? = """
         EXIT STATUS: 0 the search ended (whatever the answer); 1 a step could not run; 2 bad input;
         3 target unreachable.
         """
@@ -43,7 +43,7 @@ public struct CapacityCommand: PushbenchCommand {
     /// Options of `pushbench run` that the search sets itself.
     static let setByTheSearch: Set<String> = ["--rps", "--duration", "--requests", "--stages", "--rate-file", "--encoder"]
 
-    public static var options: OptionTable<CapacityOptions> {
+    static var options: OptionTable<CapacityOptions> {
         var own: [Option<CapacityOptions>] = [
             .values("--slo", "OBJECTIVE", \.objectives,
                     help: "an objective every step must meet (repeatable): p50, p90, p99, p99.9, p99.99 or max of the corrected latency under a time (p99<5ms), or error_rate under a fraction (error_rate<0.1%)") {
@@ -125,13 +125,13 @@ public struct CapacityCommand: PushbenchCommand {
     }
 
     /// The search's options.
-    public let options: CapacityOptions
+    let options: CapacityOptions
     /// The run options every step starts from (rate and duration set per step).
-    public let stepOptions: RunOptions
+    let stepOptions: RunOptions
     /// Whether --label was given (otherwise the folder is labelled `capacity`).
     let labelGiven: Bool
 
-    public init(arguments a: ParsedArguments) throws(UsageError) {
+    init(arguments a: ParsedArguments) throws(UsageError) {
         try a.expectPositionals(0...0, "nothing")
         var o = CapacityOptions()
         try Self.options.apply(a, to: &o)
@@ -154,7 +154,7 @@ public struct CapacityCommand: PushbenchCommand {
         labelGiven = a.contains("--label")
     }
 
-    public func run() -> Int32 {
+    func run() -> Int32 {
         CapacityExecution(command: self).execute()
     }
 }

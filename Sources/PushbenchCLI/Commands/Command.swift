@@ -6,7 +6,7 @@
 /// in ``PushbenchMain/commands``. Its ``options`` table gives the parser, `--help` and docs/options.md;
 /// `init(arguments:)` does all validation, so a bad option is reported before any traffic; `run()`
 /// returns the process exit status.
-public protocol PushbenchCommand {
+protocol PushbenchCommand {
     /// What the options parse into.
     associatedtype Options
     /// The subcommand's name as typed (`run`, `gateway`, `compare`, …).
@@ -28,9 +28,9 @@ public protocol PushbenchCommand {
 }
 
 extension PushbenchCommand {
-    public static var footer: String? { nil }
+    static var footer: String? { nil }
 
-    public static var help: String {
+    static var help: String {
         usage + "\n\nOPTIONS:\n" + options.helpText + (footer.map { "\n\n" + $0 } ?? "")
     }
 

@@ -1,18 +1,18 @@
 import PushMetrics
 
 /// `pushbench compare`'s options.
-public struct CompareOptions: Equatable, Sendable {
+struct CompareOptions: Equatable, Sendable {
     /// `--threshold METRIC=PCT`: percent by metric name (aliases resolved; the last one given wins).
-    public var thresholds: [String: Double] = [:]
+    var thresholds: [String: Double] = [:]
     /// `--markdown`.
-    public var markdown = false
+    var markdown = false
 }
 
 /// `pushbench compare`: compare two runs; exit 1 when NEW regresses past a threshold.
-public struct CompareCommand: PushbenchCommand {
-    public static let name = "compare"
-    public static let abstract = "compare two runs; exit 1 when NEW regresses past a threshold"
-    public static let usage = """
+struct CompareCommand: PushbenchCommand {
+    static let name = "compare"
+    static let abstract = "compare two runs; exit 1 when NEW regresses past a threshold"
+    static let usage = """
     USAGE: pushbench compare BASE NEW [--threshold METRIC=PCT ...] [--markdown]
 
     BASE and NEW are run folders or their summary.json files. Prints every metric with both values,
@@ -20,7 +20,7 @@ public struct CompareCommand: PushbenchCommand {
     2 bad input.
     """
 
-    public static var options: OptionTable<CompareOptions> {
+    static var options: OptionTable<CompareOptions> {
         OptionTable([
             Option("--threshold", "METRIC=PCT", repeats: true, help: """
             regression threshold in percent (repeatable); defaults:
@@ -44,7 +44,7 @@ public struct CompareCommand: PushbenchCommand {
     let new: String
     let options: CompareOptions
 
-    public init(arguments a: ParsedArguments) throws(UsageError) {
+    init(arguments a: ParsedArguments) throws(UsageError) {
         try a.expectPositionals(2...2, "BASE and NEW (run folders or summary.json files)")
         base = a.positionals[0]
         new = a.positionals[1]
@@ -53,7 +53,7 @@ public struct CompareCommand: PushbenchCommand {
         options = o
     }
 
-    public func run() -> Int32 {
+    func run() -> Int32 {
         let outcome = CompareTool.run(base: base, new: new, thresholds: options.thresholds, markdown: options.markdown)
         if let error = outcome.error { printError("pushbench compare: \(error)") }
         if !outcome.output.isEmpty { printOut(String(outcome.output.dropLast(outcome.output.hasSuffix("\n") ? 1 : 0))) }

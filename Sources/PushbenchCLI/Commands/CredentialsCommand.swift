@@ -1,32 +1,31 @@
 import Foundation
-import MockGateway
 import PushCredentials
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// `pushbench credentials`'s options.
-public struct CredentialsOptions: Equatable, Sendable {
+struct CredentialsOptions: Equatable, Sendable {
     /// `--out`: the folder written.
-    public var out: String?
+    var out: String?
     /// `--client-cert`: also a test CA and a client certificate signed by it.
-    public var clientCertificate = false
+    var clientCertificate = false
     /// `--key-id`; a random one when nil.
-    public var keyID: String?
+    var keyID: String?
     /// `--team-id`; a random one when nil.
-    public var teamID: String?
+    var teamID: String?
     /// `--topic`: the client certificate's topic (subject UID).
-    public var topic = "com.example.pushbench"
+    var topic = "com.example.pushbench"
     /// `--force`: replace files already there.
-    public var force = false
+    var force = false
     /// `--token-uri URL` (fcm): the service account's `token_uri`, where senders fetch access tokens.
-    public var tokenURI = "http://127.0.0.1:8080/token"
+    var tokenURI = "http://127.0.0.1:8080/token"
     /// `--project ID` (fcm): the service account's `project_id`.
-    public var project = "pushbench"
+    var project = "pushbench"
 }
 
 /// The kinds of credentials `pushbench credentials` makes.
-public enum CredentialsKind: String, Sendable, CaseIterable {
+enum CredentialsKind: String, Sendable, CaseIterable {
     /// An APNs provider key with its ids (and optionally a client certificate).
     case apns
     /// A Google service account for FCM senders (firebase-admin, `pushbench --credentials`).
@@ -44,10 +43,10 @@ public enum CredentialsKind: String, Sendable, CaseIterable {
 /// `pushbench credentials apns|fcm --out DIR`: test credentials for the mock gateway and a sender (apns: a
 /// provider key with its ids, and optionally a CA with a client certificate; fcm: a service account), and
 /// the flags that use them.
-public struct CredentialsCommand: PushbenchCommand {
-    public static let name = "credentials"
-    public static let abstract = "write test credentials (an APNs .p8 key and ids, a client certificate; an FCM service account) and print the flags that use them"
-    public static let usage = """
+struct CredentialsCommand: PushbenchCommand {
+    static let name = "credentials"
+    static let abstract = "write test credentials (an APNs .p8 key and ids, a client certificate; an FCM service account) and print the flags that use them"
+    static let usage = """
     USAGE: pushbench credentials apns --out DIR [--client-cert] [options]
            pushbench credentials fcm --out DIR [--token-uri URL] [--project ID]
 
@@ -62,9 +61,9 @@ public struct CredentialsCommand: PushbenchCommand {
     'pushbench --credentials' read, and prints the gateway and run flags that go with it. Test
     credentials only: the key never leaves DIR (the file is written 0600).
     """
-    public static let footer: String? = "EXIT STATUS: 0 written; 2 bad input (nothing written); 1 a file could not be written."
+    static let footer: String? = "EXIT STATUS: 0 written; 2 bad input (nothing written); 1 a file could not be written."
 
-    public static var options: OptionTable<CredentialsOptions> {
+    static var options: OptionTable<CredentialsOptions> {
         OptionTable([
             .value("--out", "DIR", \.out, help: "the folder to write (made if missing)") { text, name throws(UsageError) in
                 guard !text.isEmpty else { throw UsageError("\(name): names no folder") }
@@ -72,10 +71,10 @@ public struct CredentialsCommand: PushbenchCommand {
             },
             .flag("--client-cert", \.clientCertificate, help: "also a test CA and a client certificate it signed (--apns-auth cert)"),
             .value("--key-id", "ID", \.keyID, help: "the key id (default: 10 random capitals and digits, as Apple's)") {
-                text, name throws(UsageError) in try GatewayConfiguration.credentialID(text, name, what: "a key id")
+                text, name throws(UsageError) in try ValueParser.credentialID(text, option: name, what: "a key id")
             },
             .value("--team-id", "ID", \.teamID, help: "the team id (default: 10 random capitals and digits)") {
-                text, name throws(UsageError) in try GatewayConfiguration.credentialID(text, name, what: "a team id")
+                text, name throws(UsageError) in try ValueParser.credentialID(text, option: name, what: "a team id")
             },
             .value("--topic", "T", \.topic, default: "com.example.pushbench", help: "the client certificate's topic (its subject UID)") {
                 text, name throws(UsageError) in
@@ -103,11 +102,11 @@ public struct CredentialsCommand: PushbenchCommand {
     }
 
     /// The kind asked for.
-    public let kind: CredentialsKind
+    let kind: CredentialsKind
     /// The validated options.
-    public let options: CredentialsOptions
+    let options: CredentialsOptions
 
-    public init(arguments a: ParsedArguments) throws(UsageError) {
+    init(arguments a: ParsedArguments) throws(UsageError) {
         let kinds = CredentialsKind.allCases.map(\.rawValue).joined(separator: ", ")
         try a.expectPositionals(1...1, "what to write: \(kinds)")
         guard let kind = CredentialsKind(rawValue: a.positionals[0]) else {
@@ -125,7 +124,7 @@ public struct CredentialsCommand: PushbenchCommand {
         options = o
     }
 
-    public func run() -> Int32 {
+    func run() -> Int32 {
         do {
             switch kind {
             case .apns:

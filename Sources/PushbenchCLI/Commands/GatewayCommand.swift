@@ -2,10 +2,10 @@ import MockGateway
 import PushTransport
 
 /// `pushbench gateway`: runs the mock APNs gateway alone until SIGINT/SIGTERM, then prints its final stats.
-public struct GatewayCommand: PushbenchCommand {
-    public static let name = "gateway"
-    public static let abstract = "run the mock APNs/FCM gateway alone (--listen, behaviours)"
-    public static let usage = """
+struct GatewayCommand: PushbenchCommand {
+    static let name = "gateway"
+    static let abstract = "run the mock APNs/FCM gateway alone (--listen, behaviours)"
+    static let usage = """
     USAGE: pushbench gateway [options]
 
     Emulates the APNs provider API (POST /3/device/<token>) and FCM HTTP v1 (POST
@@ -22,17 +22,17 @@ public struct GatewayCommand: PushbenchCommand {
     """
 
     /// The gateway's own table (MockGateway/Configuration/GatewayOptions.swift), shared with `run --gateway-arg`.
-    public static var options: OptionTable<GatewayConfiguration> { GatewayConfiguration.options }
+    static var options: OptionTable<GatewayConfiguration> { GatewayConfiguration.options }
 
     /// The validated configuration.
-    public let configuration: GatewayConfiguration
+    let configuration: GatewayConfiguration
 
-    public init(arguments a: ParsedArguments) throws(UsageError) {
+    init(arguments a: ParsedArguments) throws(UsageError) {
         try a.expectPositionals(0...0, "nothing")
         configuration = try GatewayConfiguration.parse(a)
     }
 
-    public func run() -> Int32 {
+    func run() -> Int32 {
         var configuration = self.configuration
         if configuration.tls.generates && configuration.tls.certificateOut == nil {
             configuration.tls.certificateOut = GatewayTLS.defaultCertificateOut

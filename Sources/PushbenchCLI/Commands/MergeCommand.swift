@@ -2,20 +2,20 @@ import Foundation
 import PushMetrics
 
 /// `pushbench merge`'s options.
-public struct MergeOptions: Equatable, Sendable {
+struct MergeOptions: Equatable, Sendable {
     /// `--out`: the merged run folder (required).
-    public var out: String?
+    var out: String?
     /// `--label`.
-    public var label = "merged"
+    var label = "merged"
     /// `--allow-partial`: merge agents whose segments do not make one whole run.
-    public var allowPartial = false
+    var allowPartial = false
 }
 
 /// `pushbench merge`: merge runs of several agents into one run folder.
-public struct MergeCommand: PushbenchCommand {
-    public static let name = "merge"
-    public static let abstract = "merge runs of several agents into one run folder"
-    public static let usage = """
+struct MergeCommand: PushbenchCommand {
+    static let name = "merge"
+    static let abstract = "merge runs of several agents into one run folder"
+    static let usage = """
     USAGE: pushbench merge RUN... --out DIR [--label NAME]
 
     Merges run folders of several agents into the run folder DIR, exactly: histograms are added
@@ -26,7 +26,7 @@ public struct MergeCommand: PushbenchCommand {
     rate, schedule, payload and t0; anything else is refused naming the agents, unless --allow-partial.
     """
 
-    public static var options: OptionTable<MergeOptions> {
+    static var options: OptionTable<MergeOptions> {
         OptionTable([
             .value("--out", "DIR", \.out, help: "the merged run folder to create (must not exist or be empty)") { text, _ in text },
             .value("--label", "NAME", \.label, default: "merged", help: "label of the merged run id") { text, name throws(UsageError) in
@@ -43,7 +43,7 @@ public struct MergeCommand: PushbenchCommand {
     let label: String
     let allowPartial: Bool
 
-    public init(arguments a: ParsedArguments) throws(UsageError) {
+    init(arguments a: ParsedArguments) throws(UsageError) {
         guard !a.positionals.isEmpty else { throw UsageError("missing RUN (one or more run folders)") }
         var o = MergeOptions()
         try Self.options.apply(a, to: &o)
@@ -54,7 +54,7 @@ public struct MergeCommand: PushbenchCommand {
         allowPartial = o.allowPartial
     }
 
-    public func run() -> Int32 {
+    func run() -> Int32 {
         do {
             let m = try RunMerger.mergeAgents(runs, out: URL(fileURLWithPath: out), label: label, allowPartial: allowPartial)
             if let problems = m.segments?.problems, !problems.isEmpty {

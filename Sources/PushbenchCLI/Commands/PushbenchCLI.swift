@@ -7,7 +7,7 @@ import Glibc
 /// Entry point of the `pushbench` command: parses arguments, runs a subcommand, returns the exit status.
 public enum PushbenchMain {
     /// Every subcommand; `run` is the default when the first argument is an option or absent.
-    public static var commands: [any PushbenchCommand.Type] { [
+    static var commands: [any PushbenchCommand.Type] { [
         RunCommand.self, GatewayCommand.self, CompareCommand.self, MergeCommand.self, ReportCommand.self, CapacityCommand.self,
         CredentialsCommand.self,
     ] }
@@ -48,7 +48,7 @@ public enum PushbenchMain {
     }
 
     /// The top-level help text.
-    public static var overview: String {
+    static var overview: String {
         var text = """
         pushbench: load-test and benchmark HTTP/2 push notification senders, encoders and gateways (APNs, FCM)
 
@@ -74,7 +74,7 @@ public enum PushbenchMain {
 
     /// docs/options.md: every subcommand's options, from the same tables as `--help` (a test keeps the
     /// file in step; `PUSHBENCH_UPDATE_DOCS=1 swift test --filter OptionTableTests` rewrites it).
-    public static var optionsReference: String {
+    static var optionsReference: String {
         var text = """
         # Command-line options
 

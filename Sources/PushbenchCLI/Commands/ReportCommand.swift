@@ -2,18 +2,18 @@ import Foundation
 import PushMetrics
 
 /// `pushbench report`'s options.
-public struct ReportOptions: Equatable, Sendable {
+struct ReportOptions: Equatable, Sendable {
     /// `--history`.
-    public var history = false
+    var history = false
     /// `--out`: the results root for `--history`.
-    public var root = "results"
+    var root = "results"
 }
 
 /// `pushbench report`: redraw the charts of a run (or --history).
-public struct ReportCommand: PushbenchCommand {
-    public static let name = "report"
-    public static let abstract = "redraw the charts of a run (or --history)"
-    public static let usage = """
+struct ReportCommand: PushbenchCommand {
+    static let name = "report"
+    static let abstract = "redraw the charts of a run (or --history)"
+    static let usage = """
     USAGE: pushbench report RUN
            pushbench report --history [--out DIR]
 
@@ -24,7 +24,7 @@ public struct ReportCommand: PushbenchCommand {
     log axis.
     """
 
-    public static var options: OptionTable<ReportOptions> {
+    static var options: OptionTable<ReportOptions> {
         OptionTable([
             .flag("--history", \.history, help: "draw the trend of history.csv instead of one run"),
             .value("--out", "DIR", \.root, default: "results", help: "results root for --history") { text, _ in text },
@@ -34,7 +34,7 @@ public struct ReportCommand: PushbenchCommand {
     let runFolder: String?
     let root: String
 
-    public init(arguments a: ParsedArguments) throws(UsageError) {
+    init(arguments a: ParsedArguments) throws(UsageError) {
         var o = ReportOptions()
         try Self.options.apply(a, to: &o)
         if o.history {
@@ -48,7 +48,7 @@ public struct ReportCommand: PushbenchCommand {
         root = o.root
     }
 
-    public func run() -> Int32 {
+    func run() -> Int32 {
         do {
             if let runFolder {
                 for url in try RunReport.redraw(runFolder) { printOut(url.path) }

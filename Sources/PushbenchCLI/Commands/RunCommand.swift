@@ -6,17 +6,17 @@ import PushPayload
 import PushVocabulary
 
 /// `pushbench [run]`: a load run against --target or the embedded mock gateway.
-public struct RunCommand: PushbenchCommand {
-    public static let name = "run"
-    public static let abstract = "a load run (default): paced HTTP/2 pushes, latency histograms, a results folder"
-    public static let usage = """
+struct RunCommand: PushbenchCommand {
+    static let name = "run"
+    static let abstract = "a load run (default): paced HTTP/2 pushes, latency histograms, a results folder"
+    static let usage = """
     USAGE: pushbench [run] [options]
 
     Drives a push endpoint at an exact open-loop rate over multiplexed HTTP/2 streams and writes
     results/<run-id>/ (summary.json, latency.hgrm, latency.hlog, timeline.csv, report.svg).
     With no --target, starts the embedded mock APNs/FCM gateway on a free loopback port.
     """
-    public static let footer: String? = """
+    static let footer: String? = """
         EXIT STATUS: 0 the run completed (whatever the gateway answered); 1 a failure (the message says
         which); 2 bad input, found before any traffic (an option, a file, a results root that cannot take
         a run); 3 target unreachable; 4 the run completed but not one measured request was answered;
@@ -25,9 +25,9 @@ public struct RunCommand: PushbenchCommand {
         """
 
     /// The validated options.
-    public let options: RunOptions
+    let options: RunOptions
 
-    public init(arguments a: ParsedArguments) throws(UsageError) {
+    init(arguments a: ParsedArguments) throws(UsageError) {
         try a.expectPositionals(0...0, "nothing")
         var o = RunOptions()
         try Self.options.apply(a, to: &o)
@@ -188,7 +188,7 @@ public struct RunCommand: PushbenchCommand {
         }
     }
 
-    public func run() -> Int32 {
+    func run() -> Int32 {
         RunExecution(options: options).execute()
     }
 }

@@ -3,11 +3,12 @@ import LoadGenerator
 import MockGateway
 import PushCredentials
 import PushPayload
+import PushTransport
 import PushVocabulary
 
 extension RunCommand {
     /// The options of a run, each declared once: name, value syntax, default, help, typed parser.
-    public static var options: OptionTable<RunOptions> {
+    static var options: OptionTable<RunOptions> {
         OptionTable([
             .value("--target", "URL", \.target,
                    help: "https://host:port (TLS, ALPN h2) or http://host:port (h2c, prior knowledge); default: embedded mock gateway") {
@@ -185,7 +186,7 @@ extension RunCommand {
             },
             .value("--token-churn", "RATE", \.tokenChurnPerSecond,
                    help: "the embedded gateway invalidates this fraction of the tokens per time unit (e.g. 0.01/s); the client prunes tokens answered 410/UNREGISTERED") {
-                text, name throws(UsageError) in try GatewayConfiguration.tokenChurn(text, name)
+                text, name throws(UsageError) in try ValueParser.tokenChurn(text, option: name)
             },
             .value("--segment", "I/N", \.segment,
                    help: "run agent I of N (0 ≤ I < N): the global requests g with g mod N = I, at their global intended times; --rps, --requests and the schedule are the whole run's") {
@@ -215,10 +216,10 @@ extension RunCommand {
                 return text
             },
             .value("--key-id", "ID", \.keyID, help: "the key's id (the token's kid)") { text, name throws(UsageError) in
-                try GatewayConfiguration.credentialID(text, name, what: "a key id")
+                try ValueParser.credentialID(text, option: name, what: "a key id")
             },
             .value("--team-id", "ID", \.teamID, help: "the team id (the token's iss)") { text, name throws(UsageError) in
-                try GatewayConfiguration.credentialID(text, name, what: "a team id")
+                try ValueParser.credentialID(text, option: name, what: "a team id")
             },
             .value("--auth-refresh", "T", \.authRefreshSeconds, default: "50m",
                    help: "sign a new provider token this often (each driver thread; shared by its connections)") {
@@ -232,7 +233,7 @@ extension RunCommand {
             .value("--metrics-listen", "HOST:PORT", \.metricsListen,
                    help: "serve the run's live counters and last-second percentiles at GET /metrics (Prometheus text format, HTTP/1.1) while it runs; :PORT for 127.0.0.1") {
                 text, name throws(UsageError) in
-                let (host, port) = try GatewayConfiguration.listenAddress(text, name)
+                let (host, port) = try ValueParser.quantity(text, option: name, HostResolver.listenAddress)
                 return MetricsAddress(host: host, port: port)
             },
         ])

@@ -61,14 +61,23 @@ struct EncoderComparisonExecution {
         let talk = !options.quiet && !options.json
         var display = ProgressDisplay(quiet: options.quiet, json: options.json, targetRPS: config.rate)
         let ab: EncoderComparisonResult
+        // What the embedded gateway saw, attributed to the variant whose round it was.
+        var gatewaySeen = [GatewayStats](repeating: GatewayStats(), count: variants.count)
+        var gatewayBefore: GatewayStats?
         do {
             ab = try EncoderComparison.run(
-                config, variants: variants, schedule: schedule, gatewayStats: gateway.map { g in { g.stats() } },
+                config, variants: variants, schedule: schedule,
                 roundStarted: { r in
+                    gatewayBefore = gateway?.stats()
                     display.finish()
                     display = ProgressDisplay(round: r, quiet: options.quiet, json: options.json, targetRPS: config.rate)
                     if talk {
                         printOut("round \(r.index + 1)/\(schedule.count): \(names[r.variant])")
+                    }
+                },
+                roundEnded: { r in
+                    if let before = gatewayBefore, let after = gateway?.stats() {
+                        gatewaySeen[r.variant].add(after.subtracting(before))
                     }
                 },
                 progress: { snapshot, elapsed in
@@ -89,12 +98,12 @@ struct EncoderComparisonExecution {
         var nothingMeasured = false
         // A variant that never ran (Ctrl-C in the first rounds) gets no folder; a slowed one is labelled so,
         // so its history.csv row is never mistaken for a measurement.
-        for v in ab.variants where v.rounds > 0 {
+        for (i, v) in ab.variants.enumerated() where v.rounds > 0 {
             var variantConfig = config
             variantConfig.encoder = v.variant
             let slowed = slowdown.map { $0.variant == v.variant } ?? false
             let label = "\(options.label)-\(v.variant.rawValue)\(slowed ? "-test-slowed" : "")"
-            var record = run.makeRecord(v.result, config: variantConfig, label: label, gatewayStats: v.gateway,
+            var record = run.makeRecord(v.result, config: variantConfig, label: label, gatewayStats: gateway == nil ? nil : gatewaySeen[i],
                                         wholeProcess: false)
             record.details.encoderComparison = EncoderComparisonShare(
                 variants: names, rounds: v.rounds, roundSeconds: Double(roundNs) / 1e9, pushes: v.pushes,
@@ -124,5 +133,36 @@ struct EncoderComparisonExecution {
             printOut("\(folder.path)  (comparison.md, comparison.svg)\(ab.interrupted ? "  (interrupted)" : "")")
         }
         return RunExecution.closing(warnings: warnings, nothingMeasured: nothingMeasured, destination: destination)
+    }
+}
+
+/// Gateway counts over one span of a run: the A/B rounds attribute them to their variant.
+extension GatewayStats {
+    /// The counts seen since `earlier` (connections open is the later value).
+    func subtracting(_ earlier: GatewayStats) -> GatewayStats {
+        var d = GatewayStats()
+        d.requests = requests &- earlier.requests
+        for (k, v) in byStatus { d.byStatus[k] = v &- (earlier.byStatus[k] ?? 0) }
+        for (k, v) in byReason { d.byReason[k] = v &- (earlier.byReason[k] ?? 0) }
+        d.byStatus = d.byStatus.filter { $0.value > 0 }
+        d.byReason = d.byReason.filter { $0.value > 0 }
+        d.bytesIn = bytesIn &- earlier.bytesIn
+        d.connectionsOpen = connectionsOpen
+        d.connectionsTotal = connectionsTotal &- earlier.connectionsTotal
+        d.goaways = goaways &- earlier.goaways
+        d.drops = drops &- earlier.drops
+        return d
+    }
+
+    /// Adds another span's counts.
+    mutating func add(_ o: GatewayStats) {
+        requests += o.requests
+        byStatus.merge(o.byStatus, uniquingKeysWith: +)
+        byReason.merge(o.byReason, uniquingKeysWith: +)
+        bytesIn += o.bytesIn
+        connectionsOpen = o.connectionsOpen
+        connectionsTotal += o.connectionsTotal
+        goaways += o.goaways
+        drops += o.drops
     }
 }
