@@ -21,22 +21,16 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     private var head: HTTP1RequestHead
     private var headGeneration: UInt64 = 0
 
-    private(set) var active: [HTTP1ClientConnection] = []
-    private var retired: [HTTP1ClientConnection] = []
-    private var cursor = 0
+    /// The connections, their replacement, counters and pruned tokens (shared with the HTTP/2 pool).
+    let connections: PooledConnections<HTTP1ClientConnection>
     private unowned(unsafe) var preferred: HTTP1ClientConnection?
-    private var reconnectTimer: LoopTimer?
-    private var needsReconnect = false
-    private var closing = false
-    private var dead: Set<ObjectIdentifier> = []
 
-    private(set) var initialConnected = 0
-    private(set) var initialFailed = 0
-    private(set) var firstError: String?
-    private(set) var stats = ConnectionStats()
-    private(set) var pruned: TokenSet
-    private(set) var tokensExhausted = false
-    private let slotToken: UnsafeMutablePointer<Int32>
+    var initialConnected: Int { connections.initialConnected }
+    var initialFailed: Int { connections.initialFailed }
+    var firstError: String? { connections.firstError }
+    var stats: ConnectionStats { connections.stats }
+    var pruned: TokenSet { connections.pruned }
+    var tokensExhausted: Bool { connections.tokensExhausted }
 
     init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onChange: @escaping () -> Void) throws {
         self.loop = loop
@@ -49,16 +43,12 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         cc.keepsResponseHeaders = false
         clientConfig = cc
         encoder = config.encoderFactory?(config.encoder, config.template) ?? makePayloadEncoder(config.encoder, template: config.template)
-        pruned = TokenSet(capacity: config.pruneGoneTokens ? config.tokens.count : 0)
-        slotToken = .allocate(capacity: config.connections * max(config.streams, 1))
-        slotToken.initialize(repeating: 0, count: config.connections * max(config.streams, 1))
+        connections = PooledConnections(config: config, driver: core, slots: config.connections * max(config.streams, 1))
         path = "/v1/projects/\(config.project)/messages:send"
         let (token, generation) = config.accessTokens?.current() ?? ("pushbench", 0)
         head = try Self.makeHead(config, path: path, token: token)
         headGeneration = generation
     }
-
-    deinit { slotToken.deallocate() }
 
     private static func makeHead(_ config: LoadConfiguration, path: String, token: String) throws -> HTTP1RequestHead {
         try HTTP1RequestHead(path: path, host: config.authority,
@@ -66,33 +56,11 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     }
 
     func connectAll() {
-        for _ in 0..<config.connections { active.append(open()) }
-        reconnectTimer = LoopTimer(loop: loop) { [unowned self] in self.reconnect() }
+        connections.connectAll(loop: loop, open: open) { [unowned self] in self.connections.reconnect(open: self.open) }
     }
 
     private func open() -> HTTP1ClientConnection {
-        let c = HTTP1ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
-        config.connect(c)
-        stats.opened += 1
-        return c
-    }
-
-    private func reconnect() {
-        guard !closing else { return }
-        needsReconnect = false
-        for i in active.indices where dead.contains(ObjectIdentifier(active[i])) {
-            dead.remove(ObjectIdentifier(active[i]))
-            retired.append(active[i])
-            active[i] = open()
-        }
-        // Closed connections report nothing more; keep the last few only until the loop has moved on.
-        if retired.count > 64 { retired.removeFirst(retired.count - 64) }
-    }
-
-    private func scheduleReconnect(afterMilliseconds ms: UInt64) {
-        guard !closing, !needsReconnect, let reconnectTimer else { return }
-        needsReconnect = true
-        reconnectTimer.start(afterMilliseconds: ms)
+        HTTP1ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
     }
 
     /// A new access token since the head was built: build it again (once per refresh, off the request path's
@@ -110,22 +78,9 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult {
         var c: HTTP1ClientConnection?
         if let p = preferred, p.isIdle { c = p }
-        if c == nil {
-            let n = active.count
-            for _ in 0..<n {
-                let candidate = active[cursor]
-                cursor += 1
-                if cursor == n { cursor = 0 }
-                if candidate.isIdle { c = candidate; break }
-            }
-        }
+        else { c = connections.next(where: { $0.isIdle }) }
         guard let c else { return .noStream }
-        var tokenIndex = config.tokenIndex(sequence: sequence)
-        if pruned.count > 0 {
-            guard !pruned.isFull else { return .noStream }
-            tokenIndex = pruned.nextAbsent(from: tokenIndex)
-        }
-        slotToken[Int(slot)] = Int32(truncatingIfNeeded: tokenIndex)
+        guard let tokenIndex = connections.token(sequence: sequence, slot: slot) else { return .noStream }
         let ctx = config.requestContext(sequence: sequence, tokenIndex: tokenIndex)
         let length = config.template.encodedLength(ctx)
         if length > clientConfig.bodyCapacity || (!config.sendOversize && length > config.payloadLimit) { return .oversize }
@@ -150,28 +105,19 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     // MARK: HTTP1ClientDelegate
 
     func connectionDidConnect(_ connection: HTTP1ClientConnection) {
-        if stats.opened <= config.connections { initialConnected += 1 }
-        if let t = connection.tls { stats.recordHandshake(t) }
-        stats.peerMaxStreams = 1
+        connections.connected(connection)
+        connections.stats.peerMaxStreams = 1
         onChange()
     }
 
     func connection(_ connection: HTTP1ClientConnection, didFailToConnect error: TransportError) {
-        stats.connectFailures += 1
-        dead.insert(ObjectIdentifier(connection))
-        if stats.opened <= config.connections && initialConnected + initialFailed < config.connections {
-            initialFailed += 1
-            if firstError == nil { firstError = config.describeConnectFailure(error) }
-        }
-        scheduleReconnect(afterMilliseconds: 100)
+        connections.failedToConnect(connection, error)
     }
 
     func connection(_ connection: HTTP1ClientConnection, didReceive response: HTTP1Response) {
         let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body) : 0
         let slot = Int32(truncatingIfNeeded: response.context)
-        if pruned.capacity > 0 && Reasons.meansTokenGone(status: response.status, reason: reason) {
-            pruneToken(Int(slotToken[Int(slot)]))
-        }
+        connections.answered(slot: slot, status: response.status, reason: reason)
         core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt)
         preferred = connection
         if let onResponse { onResponse() } else { onChange() }
@@ -184,32 +130,10 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     }
 
     func connectionDidClose(_ connection: HTTP1ClientConnection, error: TransportError) {
-        if error.kind != .closedLocally { stats.lost += 1 }
-        dead.insert(ObjectIdentifier(connection))
-        scheduleReconnect(afterMilliseconds: 1)
+        connections.didClose(connection, error)
     }
 
-    private func pruneToken(_ index: Int) {
-        guard pruned.insert(index) else { return }
-        if pruned.isFull && !tokensExhausted {
-            tokensExhausted = true
-            core.stop()
-        }
-    }
+    func release() { connections.release() }
 
-    func release() {
-        closeAll()
-        active.removeAll()
-        retired.removeAll()
-        reconnectTimer = nil
-    }
-
-    func closeAll() {
-        closing = true
-        reconnectTimer?.stop()
-        for c in active + retired {
-            c.delegate = nil
-            c.close()
-        }
-    }
+    func closeAll() { connections.closeAll() }
 }

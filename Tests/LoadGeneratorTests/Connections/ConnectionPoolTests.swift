@@ -71,4 +71,53 @@ private final class FailingEncoder: PayloadEncoder {
         #expect(m.check())
         #expect(gateway.requests == 0, "an empty body went out")
     }
+
+    /// Runs a closed loop of 300 requests over `pool` against a gateway that drops every connection at its
+    /// fifth stream, and returns the pool's books once the loop has settled.
+    private func dropEveryFifthStream<Pool: DriverPool>(
+        _ make: (EventLoop, LoadConfiguration, DriverCore) throws -> Pool, fcm: Bool, retired: (Pool) -> Int
+    ) throws -> (stats: ConnectionStats, retired: Int, measured: Tally) {
+        let gateway = try EmbeddedGateway.start(GatewayConfiguration.parse(["--drop-after-streams", "5"]))
+        defer { gateway.stop() }
+        let loop = try EventLoop()
+        var config = LoadConfiguration(host: gateway.host, port: gateway.port, template: fcm ? .defaultFCM() : .defaultAPNs(),
+                                       tokens: DeviceTokens(synthetic: 10, seed: 3))
+        if fcm { config.pushProtocol = .fcm; config.http1 = true }
+        config.connections = 2
+        config.streams = fcm ? 1 : 4
+        let core = DriverCore(plan: DriverPlan(rate: nil, requests: 300, capacity: 8),
+                              clock: MonotonicClock.shared, recorder: Recorder())
+        var pool: Pool? = try make(loop, config, core)
+        core.attach(pool!)
+        pool!.connectAll()
+        #expect(loop.run(until: { pool!.initialConnected == 2 }, timeoutNanoseconds: 10_000_000_000))
+        core.begin(at: MonotonicClock.nanoseconds())
+        core.pump()
+        #expect(loop.run(until: { core.tick() == .finish }, timeoutNanoseconds: 20_000_000_000))
+        core.finish()
+        // The last drop's replacement runs on the reconnect timer.
+        loop.run(until: { false }, timeoutNanoseconds: 50_000_000)
+        let books = (pool!.stats, retired(pool!), core.recorder.measured)
+        pool!.release()
+        pool = nil
+        loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
+        loop.close()
+        return books
+    }
+
+    /// Both pools replace a dropped connection the same way: a new one opens, and the dropped one,
+    /// closed, is let go rather than kept.
+    @Test func bothPoolsReplaceADroppedConnectionAndReleaseIt() throws {
+        let http2 = try dropEveryFifthStream({ loop, config, core in
+            try ConnectionPool<APNsRequestBuilder>(loop: loop, config: config, core: core, thread: 0) { core.pump() }
+        }, fcm: false, retired: { $0.connections.retiredCount })
+        let http1 = try dropEveryFifthStream({ loop, config, core in
+            try HTTP1ConnectionPool(loop: loop, config: config, core: core, thread: 0) { core.pump() }
+        }, fcm: true, retired: { $0.connections.retiredCount })
+        for (name, r) in [("HTTP/2", http2), ("HTTP/1.1", http1)] {
+            #expect(r.stats.lost > 0 && r.stats.opened > 2, "\(name): \(r.stats)")
+            #expect(r.retired == 0, "\(name) keeps \(r.retired) closed connections")
+            #expect(r.measured.sent == 300 && r.measured.check(), "\(name)")
+        }
+    }
 }
