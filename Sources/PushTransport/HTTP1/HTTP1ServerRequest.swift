@@ -25,27 +25,11 @@ public struct HTTP1ServerRequest {
 /// Adds response header fields inside `HTTP1ServerConnection.respond` (written straight into the
 /// connection's output). Names are sent as given; `Content-Length`, `Date` and `Connection` are added
 /// by the connection.
-public struct HTTP1ResponseHeaders: ~Copyable {
+public struct HTTP1ResponseHeaders: ResponseHeaderWriter, ~Copyable {
     unowned(unsafe) let connection: HTTP1ServerConnection
 
     /// Adds a field; the value must not contain CR or LF.
     public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         connection.appendField(name, value)
-    }
-
-    /// Adds a field with a static name.
-    public mutating func add(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
-        add(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
-    }
-
-    /// Adds a field with static name and value.
-    public mutating func add(_ name: StaticString, _ value: StaticString) {
-        add(name, UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
-    }
-
-    /// Adds a field with a String value (no allocation for native strings).
-    public mutating func add(_ name: StaticString, _ value: String) {
-        var v = value
-        v.withUTF8 { add(name, UnsafeRawBufferPointer($0)) }
     }
 }

@@ -1,7 +1,7 @@
 import CNGHTTP2
 
 /// Adds response header fields inside `HTTP2ServerConnection.respond` (copied into the stream's storage).
-public struct HTTP2ResponseHeaders: ~Copyable {
+public struct HTTP2ResponseHeaders: ResponseHeaderWriter, ~Copyable {
     let slot: UnsafeMutablePointer<ServerSlot>
     /// Whether a unique field's name is in the connection's dynamic table (one name per connection: a
     /// second name would only be Huffman-coded each time, still correct); the connection keeps it
@@ -28,21 +28,5 @@ public struct HTTP2ResponseHeaders: ~Copyable {
         slot.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(name.utf8CodeUnitCount),
                                                valueOffset: Int32(vo), valueLength: Int32(value.count),
                                                nvFlags: indexNow ? 0 : UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)))
-    }
-
-    /// Adds a field with a static name.
-    public mutating func add(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
-        add(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
-    }
-
-    /// Adds a field with static name and value.
-    public mutating func add(_ name: StaticString, _ value: StaticString) {
-        add(name, UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
-    }
-
-    /// Adds a field with a String value (no allocation for native strings).
-    public mutating func add(_ name: StaticString, _ value: String) {
-        var v = value
-        v.withUTF8 { add(name, UnsafeRawBufferPointer($0)) }
     }
 }
