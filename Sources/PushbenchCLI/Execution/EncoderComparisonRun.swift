@@ -53,24 +53,19 @@ struct EncoderComparisonExecution {
                                                  warmupNs: warmupNs)
         }
 
-        let metrics = try run.startMetrics(label: options.label, target: authority, targetRPS: config.rate)
-        defer { metrics?.stop() }
-        let previous = catchInterrupts()
-        defer { restoreInterrupts(previous) }
-
         let talk = !options.quiet && !options.json
-        var display = ProgressDisplay(quiet: options.quiet, json: options.json, targetRPS: config.rate)
-        let ab: EncoderComparisonResult
         // What the embedded gateway saw, attributed to the variant whose round it was.
         var gatewaySeen = [GatewayStats](repeating: GatewayStats(), count: variants.count)
         var gatewayBefore: GatewayStats?
-        do {
-            ab = try EncoderComparison.run(
+        let display = ProgressDisplay(quiet: options.quiet, json: options.json, targetRPS: config.rate)
+        let ab = try run.watched(label: options.label, target: authority, targetRPS: config.rate, display: display) {
+            watch throws(LoadRunError) in
+            try EncoderComparison.run(
                 config, variants: variants, schedule: schedule,
                 roundStarted: { r in
                     gatewayBefore = gateway?.stats()
-                    display.finish()
-                    display = ProgressDisplay(round: r, quiet: options.quiet, json: options.json, targetRPS: config.rate)
+                    watch.display.finish()
+                    watch.display = ProgressDisplay(round: r, quiet: options.quiet, json: options.json, targetRPS: config.rate)
                     if talk {
                         printOut("round \(r.index + 1)/\(schedule.count): \(names[r.variant])")
                     }
@@ -80,16 +75,9 @@ struct EncoderComparisonExecution {
                         gatewaySeen[r.variant].add(after.subtracting(before))
                     }
                 },
-                progress: { snapshot, elapsed in
-                    display.show(snapshot, elapsed: elapsed)
-                    metrics?.publish(snapshot, elapsed: elapsed)
-                },
-                shouldStop: { interruptRequested.load(ordering: .relaxed) })
-        } catch {
-            display.finish()
-            throw Failure(error)
+                progress: watch.show,
+                shouldStop: { watch.stopRequested })
         }
-        display.finish()
         _ = gateway?.stop()
 
         let roundOrder = ab.rounds.map { names[$0.variant] }

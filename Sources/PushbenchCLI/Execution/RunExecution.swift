@@ -5,45 +5,9 @@ import PushMetrics
 import PushPayload
 import PushTransport
 import PushVocabulary
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Set by the stop signals' handler during a run: the run ends early and still writes every file.
-/// A global because a C signal handler cannot capture context; an Atomic, so it is safe to touch from it.
-let interruptRequested = Atomic<Bool>(false)
-
-/// The signals that stop a run early and keep its results: Ctrl-C, what Kubernetes and CI send to stop
-/// a job, and a closed terminal.
-let runStopSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
-
-/// The handlers ``catchInterrupts()`` replaced, to put back with ``restoreInterrupts(_:)``.
-typealias PreviousHandlers = [(Int32, __sighandler_t?)]
-
-/// Clears ``interruptRequested`` and lets SIGINT, SIGTERM and SIGHUP set it for the run about to start: it
-/// stops sending, drains briefly and writes every file marked interrupted. A second signal ends the
-/// process at once (status 128 + the signal), for a user who will not wait for the drain.
-func catchInterrupts() -> PreviousHandlers {
-    interruptRequested.store(false, ordering: .relaxed)
-    var previous: PreviousHandlers = []
-    for sig in runStopSignals {
-        previous.append((sig, signal(sig) { sig in
-            if interruptRequested.exchange(true, ordering: .relaxed) { _exit(128 + sig) }
-        }))
-    }
-    // A parent may have started us with them blocked (posix_spawn inherits the mask); they must work.
-    var unblock = sigset_t()
-    sigemptyset(&unblock)
-    for sig in runStopSignals { sigaddset(&unblock, sig) }
-    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
-    return previous
-}
-
-/// Puts back the handlers ``catchInterrupts()`` replaced.
-func restoreInterrupts(_ previous: PreviousHandlers) {
-    for (sig, handler) in previous { signal(sig, handler) }
-}
 
 /// One `pushbench run`: input checks (exit 2), the embedded gateway, the load run per encoder, the
 /// results folder, the printout.
@@ -175,24 +139,11 @@ struct RunExecution {
         defer { refresher?.stop() }
         config.accessTokens = refresher?.source
 
-        var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds,
+        let display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds,
                                       targetRPS: config.rate)
-        let metrics = try startMetrics(label: label, target: authority, targetRPS: config.rate)
-        defer { metrics?.stop() }
-        let previous = catchInterrupts()
-        defer { restoreInterrupts(previous) }
-        let result: LoadResult
-        do {
-            result = try LoadRun.run(config, timeline: timeline, progress: { snapshot, elapsed in
-                                         display.show(snapshot, elapsed: elapsed)
-                                         metrics?.publish(snapshot, elapsed: elapsed)
-                                     },
-                                     shouldStop: { interruptRequested.load(ordering: .relaxed) })
-        } catch {
-            display.finish()
-            throw Failure(error)
+        let result = try watched(label: label, target: authority, targetRPS: config.rate, display: display) { watch throws(LoadRunError) in
+            try LoadRun.run(config, timeline: timeline, progress: watch.show, shouldStop: { watch.stopRequested })
         }
-        display.finish()
         let gatewayStats = gateway?.stop()
         if result.tokensExhausted {
             printError("pushbench run: every token was answered as gone (\(result.stats.pruned.count) pruned); the run stopped early")
