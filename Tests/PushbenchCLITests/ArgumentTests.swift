@@ -45,6 +45,19 @@ import Testing
         #expect(refusal(["--json", "--quiet"]) == nil)
     }
 
+    /// `pushbench --help` lists each subcommand with its text in one column, apart from the widest name.
+    @Test func theHelpListsSubcommandsInAColumnApartFromTheirText() throws {
+        let lines = PushbenchMain.overview.split(separator: "\n").map(String.init)
+        var starts: Set<Int> = []
+        for command in PushbenchMain.commands {
+            let line = try #require(lines.first { $0.hasPrefix("  \(command.name) ") }, "no line for \(command.name)")
+            let start = try #require(line.range(of: command.abstract)).lowerBound
+            starts.insert(line.distance(from: line.startIndex, to: start))
+            #expect(line[..<start].hasSuffix("  "), "\(line)")
+        }
+        #expect(starts.count == 1, "the texts start in columns \(starts.sorted())")
+    }
+
     /// What only the embedded gateway does is refused with --target, and --capture only with FCM.
     @Test func optionsOnlyTheEmbeddedGatewayHasAreRefusedWithATarget() {
         func refusal(_ args: [String]) -> String? {

@@ -133,8 +133,8 @@ public enum LoadRun {
             let message = shared.firstError.withLock { $0 } ?? "interrupted before the run started"
             throw LoadRunError(description: message, unreachable: !shouldStop())
         }
-        let loadAtStart = MachineNoise.loadAverage()
-        let stealAtStart = MachineNoise.stealNanoseconds()
+        let loadAtStart = HostProbe.loadAverage()
+        let stealAtStart = HostProbe.stealNanoseconds()
         var t0 = MonotonicClock.nanoseconds() + 2_000_000
         var t0Unix = WallClock.unixNanoseconds() + 2_000_000
         if let at = config.startAtUnixNs {
@@ -164,7 +164,7 @@ public enum LoadRun {
         var stealMark: UInt64?
         var nextStealBoundary = measureStart
         func sampleSteal() {
-            guard let now = MachineNoise.stealNanoseconds() else { return }
+            guard let now = HostProbe.stealNanoseconds() else { return }
             if let mark = stealMark {
                 collector.addSteal(Int64(now >= mark ? (now - mark) / 1_000_000 : 0))
             } else {
@@ -198,7 +198,7 @@ public enum LoadRun {
         result.tokensExhausted = shared.tokensExhausted.load(ordering: .acquiring)
         result.loadAverageAtStart = loadAtStart
         result.t0UnixNs = t0Unix
-        if let a = stealAtStart, let b = MachineNoise.stealNanoseconds(), b >= a { result.stealSeconds = Double(b - a) / 1e9 }
+        if let a = stealAtStart, let b = HostProbe.stealNanoseconds(), b >= a { result.stealSeconds = Double(b - a) / 1e9 }
         if stealMark != nil { sampleSteal() }  // the last, partial second
         collector.collect(final: true)
         result.intervals = collector.kept

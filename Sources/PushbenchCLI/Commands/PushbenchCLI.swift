@@ -58,8 +58,10 @@ public enum PushbenchMain {
         SUBCOMMANDS:
 
         """
+        // The widest name and two spaces set the column, so a longer name never runs into its text.
+        let column = (commands.map { $0.name.count }.max() ?? 0) + 2
         for command in commands {
-            text += "  " + command.name.padding(toLength: 10, withPad: " ", startingAt: 0) + command.abstract + "\n"
+            text += "  " + command.name.padding(toLength: column, withPad: " ", startingAt: 0) + command.abstract + "\n"
         }
         text += """
 

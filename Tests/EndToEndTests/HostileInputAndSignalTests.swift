@@ -3,7 +3,7 @@ import Testing
 
 /// `pushbench run` against the careless and the hostile from outside: descriptor limits, signals, token
 /// files that are not token files.
-@Suite(.serialized) struct HardeningRunTests {
+@Suite(.serialized) struct HostileInputAndSignalTests {
     /// Runs `pushbench args` under `ulimit -n limit` (soft and hard: it cannot be raised).
     func runWithDescriptorLimit(_ limit: Int, _ args: [String]) throws -> (status: Int32, out: String, err: String) {
         let bin = try #require(PushbenchBinary.url)
@@ -12,7 +12,7 @@ import Testing
     }
 
     /// With the descriptor limit at 1024, 1000 connections (2000 descriptors with the embedded gateway)
-    /// used to run with 901 connect failures; now the run refuses before any traffic and says why.
+    /// cannot all open: the run refuses before any traffic and says why.
     @Test func connectionsBeyondTheDescriptorLimitAreRefusedBeforeAnyTraffic() throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }

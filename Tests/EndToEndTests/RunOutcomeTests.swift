@@ -2,9 +2,9 @@ import Foundation
 import PushMetrics
 import Testing
 
-/// A newcomer's first runs, as typed: honest exits, a summary that tells the story, messages that say
-/// what was wrong, results that are never lost.
-@Suite(.serialized) struct NewcomerRunTests {
+/// What a run tells whoever typed it: honest exit statuses, a summary that tells the story, messages
+/// that say what was wrong, results that are never lost.
+@Suite(.serialized) struct RunOutcomeTests {
     @Test func quietHidesTheProgressLineOnlyNotTheSummaryOrTheFolder() throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
