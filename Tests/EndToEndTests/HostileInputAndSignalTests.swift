@@ -75,7 +75,7 @@ import Testing
     }
 
     /// SIGTERM (Kubernetes, CI) and SIGHUP (a closed terminal) stop a run as Ctrl-C does: every file
-    /// written, marked interrupted; they used to kill it with nothing written.
+    /// written, marked interrupted, rather than a killed process with nothing written.
     @Test(arguments: [SIGTERM, SIGHUP, SIGINT])
     func aStopSignalKeepsTheResults(signal: Int32) throws {
         let out = PushbenchBinary.tempDir()
@@ -104,8 +104,8 @@ import Testing
     }
 
     /// Interrupted while the target stalls: the answers that came are counted over the time they took.
-    /// The run used to report its measured time as the span of its sends (0.1 s here, as every stream
-    /// waits on the stalled target), so 100 answers became "1,000 rps over 0.1 s".
+    /// The measured time is not the span of the sends (0.1 s here, as every stream waits on the stalled
+    /// target), which would make 100 answers "1,000 rps over 0.1 s".
     @Test func anInterruptedRunAgainstAStalledTargetReportsItsRateHonestly() throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }

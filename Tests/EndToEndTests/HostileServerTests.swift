@@ -127,7 +127,7 @@ import Testing
         #expect(Set(o.causes.keys).isSubset(of: ["goaway", "connection_lost"]), "\(o.causes)")
     }
 
-    /// A malformed frame used to leave `connections.lost` and every cause at 0.
+    /// A malformed frame counts as a lost connection and a protocol error, not as nothing.
     @Test func aMalformedFrameIsAProtocolErrorAndALostConnection() throws {
         let o = try run("malformed")
         #expect(o.int("connections", "lost") >= 1)
@@ -148,7 +148,7 @@ import Testing
         #expect(o.int("requests", "succeeded") == o.int("requests", "sent"))
     }
 
-    /// Bodies that are not one JSON object give no reason: a cut-off `{"reason":"Shutdown"` used to count
+    /// Bodies that are not one JSON object give no reason: a cut-off `{"reason":"Shutdown"` does not count
     /// as Shutdown.
     @Test func garbageBodiesCountAsOtherNeverAsTheirReason() throws {
         let o = try run("garbage-body", connections: 1)

@@ -38,7 +38,7 @@ import Testing
             ("abc com.example.app\n", 1, "odd number of hex digits (3)"),
             ("", 0, "no tokens"),
             ("# only a comment\n\n", 0, "no tokens"),
-            // A 10 MB line used to be taken, and sized every request's memory after it.
+            // A 10 MB line is refused: taken, it would size every request's memory after it.
             ("abcd\n" + String(repeating: "ab", count: 5_000_000) + "\n", 2, "token is 10000000 characters, over the 1024-digit limit"),
             (String(repeating: "a", count: 1026) + "\n", 1, "over the 1024-digit limit"),
         ]

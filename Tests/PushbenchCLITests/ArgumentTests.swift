@@ -84,7 +84,7 @@ import Testing
                                    + "several as in 1m30s)")) {
             _ = try ValueParser.duration("soon", option: "--d")
         }
-        // `--duration 3` used to mean three seconds without saying so.
+        // A bare number is refused rather than read as seconds without saying so.
         #expect(throws: UsageError("--d: '3' has no unit: say which, as in 3s or 3ms (a number and a unit: ns, us or µs, ms, s, m, h; "
                                    + "several as in 1m30s)")) {
             _ = try ValueParser.duration("3", option: "--d")

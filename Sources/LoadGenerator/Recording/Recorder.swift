@@ -31,9 +31,9 @@ public final class LiveCounters: Sendable {
 /// seconds, so no thread keeps its seconds until the run ends.
 ///
 /// A second travels with its histograms as they are, copied into a spare pair; the main thread encodes
-/// them (``take()``), zeroes them and gives them back as the next spare. Encoding (a scan of every
-/// bucket and a zlib stream) took the driver thread 0.1-0.5 ms each second, which every request
-/// falling due meanwhile waited out and carried in its latency.
+/// them (``take()``), zeroes them and gives them back as the next spare. Encoding is a scan of every
+/// bucket and a zlib stream: on the driver thread, every request falling due meanwhile would wait it
+/// out and carry it in its latency.
 public final class IntervalOutbox: Sendable {
     private struct State: @unchecked Sendable {
         // Whoever holds a histogram here or in a ``ClosedSecond`` is its only user.

@@ -101,8 +101,8 @@ public struct GatewayConnectionState: Sendable {
 public final class GatewayStateMachine {
     /// The configuration in force.
     public let configuration: GatewayConfiguration
-    /// A copy of `configuration` at a fixed address for the per-request checks: passed as a value, Swift
-    /// copied all of it (762 bytes) onto the stack for every request.
+    /// A copy of `configuration` at a fixed address for the per-request checks: passed as a value, the
+    /// whole configuration would be copied onto the stack for every request.
     private let rules: UnsafeMutablePointer<GatewayConfiguration>
     /// The last body found to be a JSON object (most load tests send one payload throughout).
     private var bodies = JSONObjectMemo()

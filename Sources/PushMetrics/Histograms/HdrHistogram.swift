@@ -43,8 +43,8 @@ public final class HdrHistogram {
     @usableFromInline let leadingZeroCountBase: Int
     @usableFromInline let counts: UnsafeMutablePointer<Int64>
     // The mutable scalars live in raw memory next to the counts rather than in stored properties:
-    // class stored properties pay Swift's dynamic exclusivity checks on every `record`, which cost
-    // ~40 ns per call when measured (HistogramBenchmarks); pointer accesses pay none.
+    // class stored properties pay Swift's dynamic exclusivity checks on every `record` (a call each;
+    // HistogramBenchmarks shows the cost); pointer accesses pay none.
     // [0] total count, [1] clamped count, [2] largest value recorded, [3] smallest non-zero value recorded.
     @usableFromInline let stats: UnsafeMutablePointer<Int64>
 

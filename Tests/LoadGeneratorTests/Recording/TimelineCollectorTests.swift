@@ -62,8 +62,7 @@ private final class CountingSink: TimelineSink {
     }
 
     /// Ten minutes of seconds: the threads hand each second over as it closes and the collector passes
-    /// it on once both have closed it, so only a few are ever held (the recorders used to keep every one
-    /// until the run ended).
+    /// it on once both have closed it, so only a few are ever held, never every second of the run.
     @Test func aLongRunHoldsOnlyAFewSeconds() {
         let sink = CountingSink()
         let seconds = 600

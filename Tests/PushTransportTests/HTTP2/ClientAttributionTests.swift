@@ -38,8 +38,8 @@ import Testing
                                     UInt8(code >> 24), UInt8(code >> 16 & 0xFF), UInt8(code >> 8 & 0xFF), UInt8(code & 0xFF)])
     }
 
-    /// INTERNAL_ERROR and REFUSED_STREAM used to look the same to the run; a stream above a GOAWAY's
-    /// last stream id is neither.
+    /// INTERNAL_ERROR and REFUSED_STREAM look different to the run; a stream above a GOAWAY's last
+    /// stream id is neither.
     @Test func resetsAndGoAwayAreToldApart() throws {
         let loop = try EventLoop()
         let d = TestClient()
@@ -59,7 +59,7 @@ import Testing
     }
 
     /// A malformed frame mid-run (DATA on stream 0): the open streams end as a protocol error and the
-    /// connection's close says so, where they used to look like an orderly close.
+    /// connection's close says so, rather than looking like an orderly close.
     @Test func aMalformedFrameIsAProtocolError() throws {
         let loop = try EventLoop()
         let d = TestClient()
@@ -77,7 +77,7 @@ import Testing
     }
 
     /// A 60 KB body is counted whole and kept up to the limit: bodies of any size cost the client the
-    /// limit at most (1 MB bodies used to take 839 MB over a run).
+    /// limit at most, however many of them a run gets.
     @Test func aResponseBodyIsKeptUpToTheLimitAndCountedWhole() throws {
         let loop = try EventLoop()
         let d = TestClient()

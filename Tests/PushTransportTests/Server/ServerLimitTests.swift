@@ -102,7 +102,7 @@ func rawClient(_ loop: EventLoop, _ server: HTTP2Server) -> RawClient {
     return RawClient(client)
 }
 
-/// The bounds of ServerLimits, each against the client that used to get past it.
+/// The bounds of ServerLimits, each against a client that would get past it without them.
 @Suite struct ServerLimitTests {
     /// A header block of 14 KB that decodes to 40 MB (one 4 KB table entry referenced 10,000 times): the
     /// server stops at the header-list limit, answers 431 and never hands the request on.
@@ -209,8 +209,8 @@ func rawClient(_ loop: EventLoop, _ server: HTTP2Server) -> RawClient {
         #expect(server.requests + server.closedStreams < 100_000)
     }
 
-    /// Blocks freed past the pool's limit go back to malloc (a burst of frames for a client that read
-    /// nothing used to stay pooled for good), and trimming empties the pool.
+    /// Blocks freed past the pool's limit go back to malloc (a burst of frames for a client that reads
+    /// nothing does not stay pooled for good), and trimming empties the pool.
     @Test func theNGHTTP2PoolKeepsNoMoreThanItsLimit() {
         let mem = NGHTTP2Memory(poolLimit: 64 * 1024)
         let t = mem.testTable
