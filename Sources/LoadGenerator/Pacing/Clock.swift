@@ -26,7 +26,7 @@ public final class MonotonicClock: NanoClock, Sendable {
 }
 
 /// A clock that moves only when told to: for tests of the pacer and the driver.
-public final class ManualClock: NanoClock {
+final class ManualClock: NanoClock {
     /// The current time in nanoseconds.
     public var time: UInt64
     /// Creates a clock reading `time`.

@@ -2,7 +2,7 @@ import PushVocabulary
 
 /// The `reason` strings a push gateway answers with (APNs) and FCM's `errorCode`s, as a fixed table
 /// so a response's reason is counted by index, with no String made per response.
-public enum Reasons {
+enum Reasons {
     /// Index 0 is "no reason" (a success, or an error body without one); the last index is "Other".
     public static let names: [String] = [""] + APNsReason.allCases.map(\.rawValue)
         + FCMErrorCode.allCases.map(\.rawValue) + FCMErrorCode.otherNames + ["Other"]

@@ -6,7 +6,7 @@ import Glibc
 /// hypervisor gave to other guests (steal, from /proc/stat) and the load average. On a shared or virtual
 /// machine a few ms of steal move p99 and p99.9; summary.json's `machine` section (PushMetrics'
 /// `MachineNoise`) reports them beside the percentiles so a reader can tell a slow target from a noisy host.
-public enum HostProbe {
+enum HostProbe {
     /// Steal time of all CPUs so far in nanoseconds (the 8th value of /proc/stat's `cpu` line), or nil
     /// where there is no /proc/stat (not Linux) or it has no steal column.
     public static func stealNanoseconds(procStat path: String = "/proc/stat") -> UInt64? {

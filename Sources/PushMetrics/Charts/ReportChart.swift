@@ -2,7 +2,7 @@ import Foundation
 import PushVocabulary
 
 /// The title block of a report: run id plus a one-line configuration summary.
-public struct ReportTitle: Sendable {
+struct ReportTitle: Sendable {
     /// First line (run id).
     public var title: String
     /// Second line (configuration and headline figures).
@@ -29,7 +29,7 @@ public struct ReportTitle: Sendable {
 
 /// SVG (and HTML) charts that need no browser or JavaScript: a run's latency-by-percentile and
 /// timeline charts, and the trend of history.csv.
-public enum ReportChart {
+enum ReportChart {
     static let width = 1000.0
     static let colors = (latency: "#1f5fbf", service: "#e07b00", sent: "#222222", failed: "#c62828", transport: "#6d4c41",
                          p50: "#2e7d32", p99: "#6a1b9a", p999: "#c62828", steal: "#f0a030", gap: "#d8d8d8",

@@ -2,7 +2,7 @@ import CZlib
 import Foundation
 
 /// A histogram blob that could not be decoded, with the reason.
-public struct HistogramCodecError: Error, CustomStringConvertible {
+struct HistogramCodecError: Error, CustomStringConvertible {
     /// What was wrong with the blob.
     public let description: String
 }
@@ -13,7 +13,7 @@ public struct HistogramCodecError: Error, CustomStringConvertible {
 /// `int32 0x1c849313 | int32 payloadLength | int32 normalizingIndexOffset (0) | int32 significantDigits |
 /// int64 lowestDiscernibleValue | int64 highestTrackableValue | float64 conversionRatio (1.0) |
 /// ZigZag LEB128 counts` and a negative count −N means N consecutive empty buckets.
-public enum HistogramCodec {
+enum HistogramCodec {
     static let encodingCookie: UInt32 = 0x1c84_9303 | 0x10
     static let compressionCookie: UInt32 = 0x1c84_9304 | 0x10
     static let headerSize = 40

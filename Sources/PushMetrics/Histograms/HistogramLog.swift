@@ -34,7 +34,7 @@ extension HdrHistogram {
 ///
 /// Interval start times are stored relative to ``baseTime`` (written as a `#[BaseTime: …]` line),
 /// so absolute time = `baseTime + startOffset`.
-public struct IntervalLog: Sendable {
+struct IntervalLog: Sendable {
     /// One interval line.
     public struct Interval: Sendable, Equatable {
         /// Tag of the line, nil for the untagged (main) series.

@@ -3,7 +3,7 @@ import Foundation
 /// When a run was measuring, as spans of seconds since its start: one span for a run, one per agent
 /// for a merged run (overlapping agents joined), so a chart can tell a second nobody measured from a
 /// second in which nothing happened.
-public struct MeasuredTime: Sendable, Equatable {
+struct MeasuredTime: Sendable, Equatable {
     /// One stretch of measured time, in seconds since the run's start.
     public struct Span: Sendable, Equatable {
         /// First instant measured.

@@ -3,7 +3,7 @@ import Foundation
 /// One second of a run as the report's per-second charts draw it: the counts and percentiles of a
 /// timeline.csv row, without the histograms. A run's charts are drawn from these, read back from its
 /// timeline.csv, so drawing a long run needs no per-second histogram in memory.
-public struct TimelineRow: Sendable, Equatable {
+struct TimelineRow: Sendable, Equatable {
     /// Seconds since the start of the measured phase.
     public var second: Int
     /// Requests sent in this second.

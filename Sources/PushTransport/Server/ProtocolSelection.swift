@@ -1,5 +1,5 @@
 /// An application protocol a server connection can speak, by its ALPN name.
-public enum ApplicationProtocol: String, Sendable, Equatable {
+enum ApplicationProtocol: String, Sendable, Equatable {
     /// HTTP/2 (`h2` over TLS, prior knowledge on cleartext).
     case http2 = "h2"
     /// HTTP/1.1 (`http/1.1`).
