@@ -36,7 +36,7 @@ struct RunExecution {
     enum Plan: Equatable {
         /// One encoder: one run folder labelled `--label`.
         case single(EncoderVariant)
-        /// Several: a folder per encoder and a comparison (EncoderComparisonRun.swift).
+        /// Several: a folder per encoder and a comparison (EncoderComparisonExecution.swift).
         case comparison([EncoderVariant])
     }
 
