@@ -8,7 +8,7 @@ import Testing
 /// must agree with them.
 @Suite struct OptionTableTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
 
     /// docs/options.md is generated from the tables; `PUSHBENCH_UPDATE_DOCS=1` rewrites it.
     @Test func docsOptionsMatchesTheTables() throws {
