@@ -58,6 +58,22 @@ import Testing
         #expect(starts.count == 1, "the texts start in columns \(starts.sorted())")
     }
 
+    /// A bad option is refused with one line naming the option and what was wrong, before any traffic.
+    @Test(arguments: [
+        (["--duration", "3"], "--duration: '3' has no unit: say which, as in 3s or 3ms"),
+        (["--gateway-arg=--latency=2"], "--gateway-arg: --latency: '2' has no unit: say which, as in 2s or 2ms"),
+        (["--token-churn", "0.01"], "--token-churn: '0.01' has no time unit: say per what, as in 0.01/s"),
+        (["--rps", "--duration", "1s"], "--rps: needs a value (got the option '--duration' instead)"),
+        (["--requests", "5000", "--duration", "3s"], "--duration: not with --requests"),
+    ])
+    func aBadOptionIsOneLineNamingIt(_ c: ([String], String)) {
+        var message: String?
+        do throws(UsageError) { _ = try RunCommand(arguments: ParsedArguments(c.0, options: RunCommand.options)) }
+        catch { message = error.message }
+        #expect(message?.hasPrefix(c.1) == true, "\(message ?? "accepted")")
+        #expect(message?.contains("\n") == false)
+    }
+
     /// What only the embedded gateway does is refused with --target, and --capture only with FCM.
     @Test func optionsOnlyTheEmbeddedGatewayHasAreRefusedWithATarget() {
         func refusal(_ args: [String]) -> String? {
