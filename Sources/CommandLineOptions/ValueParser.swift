@@ -18,11 +18,38 @@ public enum ValueParser {
     /// A duration in seconds (``Quantity/duration(_:bareNumber:)``, the one duration parser of the tool:
     /// `10s`, `500ms`, `1m30s`; a number without a unit is refused, and the error lists the forms).
     public static func duration(_ text: String, option: String) throws(UsageError) -> Double {
-        do throws(QuantityError) {
-            return try Quantity.duration(text).seconds
-        } catch {
-            throw UsageError("\(option): \(error.message)")
+        try quantity(text, option: option) { t throws(QuantityError) in try Quantity.duration(t).seconds }
+    }
+
+    /// `parse(text)`, with the error it throws (a ``QuantityError`` or another error that describes itself
+    /// in one line) turned into a usage error naming `option`: the one place a value's own error becomes
+    /// the command's.
+    public static func quantity<T, Failure: Error & CustomStringConvertible>(
+        _ text: String, option: String, _ parse: (String) throws(Failure) -> T
+    ) throws(UsageError) -> T {
+        do throws(Failure) { return try parse(text) } catch { throw UsageError("\(option): \(error.description)") }
+    }
+
+    /// A key or team id: letters, digits, '.', '-' and '_' (Apple's are 10 capitals and digits).
+    public static func credentialID(_ text: String, option: String, what: String) throws(UsageError) -> String {
+        guard !text.isEmpty, text.utf8.count <= 64,
+              text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2E || $0 == 0x2D || $0 == 0x5F }) else {
+            throw UsageError("\(option): '\(text)' is not \(what) (letters, digits, '.', '-', '_'; Apple's are 10 characters like ABC123DEFG)")
         }
+        return text
+    }
+
+    /// A fraction of the token space per time unit (`0.01/s`), as a fraction per second: the gateway's
+    /// `--token-churn` and `pushbench run --token-churn`.
+    public static func tokenChurn(_ text: String, option: String) throws(UsageError) -> Double {
+        let r: ParsedRate
+        do throws(QuantityError) { r = try Quantity.rate(text) } catch {
+            throw UsageError("\(option): \(error.message.replacingOccurrences(of: "is not a rate", with: "is not a fraction per time unit"))")
+        }
+        guard r.perSecond <= 1 else {
+            throw UsageError("\(option): '\(text)' is more than the whole token space per second (at most 1/s, e.g. 0.01/s)")
+        }
+        return r.perSecond
     }
 
     /// One of `choices`, named by its raw value; the error lists them in the order given.

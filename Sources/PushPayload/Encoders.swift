@@ -65,7 +65,7 @@ public final class ZeroCopyEncoder: PayloadEncoder, Sendable {
 /// The copy variant: walks the template tree per request, escaping every key and string into a
 /// reusable scratch buffer (what a hand-written provider encoder does), then copies it into `slot`.
 /// Not thread-safe: one encoder per loop thread.
-public final class CopyEncoder: PayloadEncoder {
+final class CopyEncoder: PayloadEncoder {
     /// The compiled template (its tree is walked per request).
     public let template: PayloadTemplate
     /// `.copy`.
@@ -212,7 +212,7 @@ public final class CopyEncoder: PayloadEncoder {
 /// The foundation variant (baseline): per request, resolve the template into Codable values
 /// (Strings, Ints, nested containers: the struct a provider would fill) and encode them with
 /// JSONEncoder (`.sortedKeys`, `.withoutEscapingSlashes`), then copy the Data into `slot`.
-public final class FoundationEncoder: PayloadEncoder {
+final class FoundationEncoder: PayloadEncoder {
     /// The compiled template (its tree is resolved per request).
     public let template: PayloadTemplate
     /// `.foundation`.

@@ -5,7 +5,7 @@
 import PushVocabulary
 
 /// The APNs request headers a provider sends beside the payload.
-public struct APNsHeaders: Sendable, Equatable {
+struct APNsHeaders: Sendable, Equatable {
     /// `apns-push-type`.
     public var pushType: APNsPushType
     /// `apns-topic` (bundle id plus the push type's suffix), or nil with a single-topic certificate.
@@ -157,7 +157,7 @@ public struct APS: Sendable, Equatable {
 }
 
 /// A custom value beside `aps`.
-public enum CustomValue: Sendable, Equatable {
+enum CustomValue: Sendable, Equatable {
     /// A string (may hold placeholders such as `{{message_id}}`).
     case string(String)
     /// An integer.
@@ -175,7 +175,7 @@ public enum CustomValue: Sendable, Equatable {
 ///     var n = PushNotification.example
 ///     n.aps.badge = 3
 ///     let template = try PayloadTemplate(text: n.templateJSON())
-public struct PushNotification: Sendable, Equatable {
+struct PushNotification: Sendable, Equatable {
     /// The `aps` dictionary.
     public var aps: APS
     /// Custom top-level keys, in order. String values may hold placeholders (`"{{message_id}}"`).

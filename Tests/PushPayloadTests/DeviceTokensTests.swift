@@ -38,7 +38,7 @@ import Testing
             ("abc com.example.app\n", 1, "odd number of hex digits (3)"),
             ("", 0, "no tokens"),
             ("# only a comment\n\n", 0, "no tokens"),
-            // A 10 MB line used to be taken, and sized every request's memory after it.
+            // A 10 MB line is refused: taken, it would size every request's memory after it.
             ("abcd\n" + String(repeating: "ab", count: 5_000_000) + "\n", 2, "token is 10000000 characters, over the 1024-digit limit"),
             (String(repeating: "a", count: 1026) + "\n", 1, "over the 1024-digit limit"),
         ]
@@ -87,6 +87,18 @@ import Testing
             #expect(a[i].utf8.count == 64 && a[i].utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
         }
         #expect(minAllocations { _ = a.token(7).count } == 0)
+    }
+
+    @Test func fcmKindKeepsTokensAsWrittenAndRejectsOthers() throws {
+        let t = try DeviceTokens(bytes: Array("AbC:d_e-f.9\n# c\n\nx\n".utf8), file: "f", kind: .fcm)
+        #expect(t.count == 2 && t[0] == "AbC:d_e-f.9" && t[1] == "x" && t.maxLength == 11)
+        let e = #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("ok\na/b\n".utf8), file: "f", kind: .fcm) }
+        #expect(e?.description == "f:2: FCM registration token has a character '/' at column 2; allowed: A-Z a-z 0-9 _ : . -")
+        let tooLong = String(repeating: "a", count: DeviceTokens.maxFCMTokenLength + 1)
+        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array(tooLong.utf8), file: "f", kind: .fcm) }
+        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("# only\n".utf8), file: "f", kind: .fcm) }
+        // APNs stays hex-only.
+        #expect(throws: TokenFileError.self) { try DeviceTokens(bytes: Array("AbC:d\n".utf8), file: "f") }
     }
 }
 

@@ -1,5 +1,5 @@
 import Foundation
-import PushMetrics
+@testable import PushMetrics
 import Testing
 
 /// The documentation stands alone: every link in README.md, docs/ and examples/ points at a file (and

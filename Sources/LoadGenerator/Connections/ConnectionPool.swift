@@ -1,0 +1,193 @@
+import PushPayload
+import PushTransport
+
+/// One driver thread's connections to the target, seen by the driver as a ``RequestPort``: a request
+/// goes on the next connection (round robin) with a free stream, streams capped by
+/// min(--streams, the peer's SETTINGS_MAX_CONCURRENT_STREAMS) as it changes. A connection that gets
+/// GOAWAY or drops is replaced by a new one; the streams it cut off come back as failures, which the
+/// driver retries (`--retry`) or counts as transport errors. `Builder` makes the requests of the run's
+/// protocol.
+final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDelegate {
+    private let loop: EventLoop
+    private let config: LoadConfiguration
+    private unowned(unsafe) let core: DriverCore
+    private let onChange: () -> Void
+    /// Called after each response instead of the change callback when set: the open-loop driver uses it
+    /// to send only when a request is waiting for a stream (the pacing timer sends the rest in batches).
+    var onResponse: (() -> Void)?
+    private let builder: Builder
+    private let encoder: any PayloadEncoder
+    private let inPlace: Bool
+    private let clientConfig: HTTP2ClientConfiguration
+
+    /// The connections, their replacement, counters and pruned tokens (shared with the HTTP/1.1 pool).
+    let connections: PooledConnections<HTTP2ClientConnection>
+    private unowned(unsafe) var preferred: HTTP2ClientConnection?
+    // The connection taking the paced sends of the current pump (one pacer wakeup): every request due
+    // at once goes on it while it has free streams, so they share one writev here and one read + one
+    // writev at the target, instead of one each per connection. ``endBatch()`` moves on to the next
+    // connection for the next wakeup, so the load still spreads evenly over the connections.
+    private unowned(unsafe) var batch: HTTP2ClientConnection?
+
+    var active: [HTTP2ClientConnection] { connections.active }
+    var initialConnected: Int { connections.initialConnected }
+    var initialFailed: Int { connections.initialFailed }
+    var firstError: String? { connections.firstError }
+    var stats: ConnectionStats { connections.stats }
+    var pruned: TokenSet { connections.pruned }
+    var tokensExhausted: Bool { connections.tokensExhausted }
+
+    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int,
+         onChange: @escaping () -> Void) throws(HTTP2HeaderBlock.InvalidBlock) {
+        self.loop = loop
+        self.config = config
+        self.core = core
+        self.onChange = onChange
+        builder = try Builder(config: config)
+        var cc = HTTP2ClientConfiguration()
+        cc.maxConcurrentStreams = config.streams
+        // Each stream slot holds one whole payload; round the template's worst case up to a page.
+        cc.slotBodyCapacity = max(1024, (config.template.maxLength + 4095) / 4096 * 4096)
+        cc.connectTimeoutMilliseconds = config.connectTimeoutMilliseconds
+        // The run needs the status and the body (the reason); not the header fields. Of the body, the
+        // first bytes: an error body is a small JSON object, and a peer sending megabytes must not make
+        // the client hold them.
+        cc.keepsResponseHeaders = false
+        cc.responseBodyLimit = ConnectionPool.responseBodyPrefix
+        clientConfig = cc
+        encoder = config.encoderFactory?(config.encoder, config.template) ?? makePayloadEncoder(config.encoder, template: config.template)
+        inPlace = config.encoder.writesInPlace
+        connections = PooledConnections(config: config, driver: core, slots: config.connections * config.streams)
+    }
+
+    /// Opens every connection.
+    func connectAll() {
+        connections.connectAll(loop: loop, open: open) { [unowned self] in self.reconnect() }
+    }
+
+    private func open() -> HTTP2ClientConnection {
+        HTTP2ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
+    }
+
+    /// Replaces dead or GOAWAY'd connections (on the pool's timer).
+    private func reconnect() {
+        // A replaced connection may be released: never keep sending on it.
+        batch = nil
+        connections.reconnect(open: open)
+    }
+
+    /// Provider tokens this pool's builder signed after the first.
+    var providerTokenRefreshes: Int { builder.providerTokenRefreshes }
+
+    /// Connections that are connected now.
+    var connectedCount: Int { connections.active.reduce(0) { $0 + ($1.isConnected ? 1 : 0) } }
+
+    // MARK: RequestPort
+
+    func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult {
+        var c: HTTP2ClientConnection?
+        // A stream freed by a response is refilled on the same connection, as h2load does: the new
+        // request joins the write batch of the connection being read, one writev instead of several.
+        if let p = preferred, p.availableStreams > 0 { c = p }
+        else if let b = batch, b.availableStreams > 0 { c = b }
+        else if let next = connections.next(where: { $0.availableStreams > 0 }) { c = next; batch = next }
+        guard let c else { return .noStream }
+        guard let tokenIndex = connections.token(sequence: sequence, slot: slot) else { return .noStream }
+        let ctx = config.requestContext(sequence: sequence, tokenIndex: tokenIndex)
+        let length = config.template.encodedLength(ctx)
+        if length > clientConfig.slotBodyCapacity || (!config.sendOversize && length > config.payloadLimit) {
+            return .oversize
+        }
+        builder.willBuild(at: now)
+        do {
+            // The closure reads self's constant properties in place: a local copy of the builder (a struct
+            // of references) would retain and release each of them per request.
+            try c.submit(builder.block, context: UInt64(slot), submittedAt: now) { req in
+                self.builder.fill(&req, tokenIndex: tokenIndex, context: ctx, encoder: self.encoder, inPlace: self.inPlace)
+            }
+        } catch {
+            switch error {
+            case .noStreamAvailable, .notConnected: return .noStream
+            // The length was checked above, so the slot was big enough: the encoder failed to write.
+            case .bodyTooLarge: return .failed(.encodeFailed)
+            case .missingValue, .nghttp2: return .failed(.submitFailed)
+            }
+        }
+        return .started
+    }
+
+    /// Ends the current send batch: the next paced sends start on the next connection (round robin).
+    @inline(__always)
+    func endBatch() { batch = nil }
+
+    // MARK: HTTP2ClientDelegate
+
+    func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) {
+        connections.connected(connection)
+        notePeer(peerSettings)
+        onChange()
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didFailToConnect error: TransportError) {
+        connections.failedToConnect(connection, error)
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didUpdatePeerSettings settings: HTTP2Settings) {
+        notePeer(settings)
+        onChange()
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, didReceiveGoAway goAway: HTTP2GoAway) {
+        connections.goingAway(connection)
+    }
+
+    /// Response body bytes kept per stream.
+    static var responseBodyPrefix: Int { 4096 }
+
+    func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
+        let whole = response.bodyLength == response.body.count
+        if !whole { connections.stats.truncatedBodies += 1 }
+        let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body, complete: whole) : 0
+        let slot = Int32(truncatingIfNeeded: response.context)
+        connections.answered(slot: slot, status: response.status, reason: reason)
+        core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
+        preferred = connection
+        if let onResponse { onResponse() } else { onChange() }
+        preferred = nil
+    }
+
+    func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) {
+        let cause: TransportErrorCause
+        switch failure.reason {
+        case .reset(let code): cause = .reset(code: code)
+        case .refused: cause = .refused
+        case .goAway: cause = .goAway
+        case .connectionLost: cause = .connectionLost
+        case .protocolError: cause = .protocolError
+        case .notSent: cause = .notSent
+        }
+        core.failed(slot: Int32(truncatingIfNeeded: failure.context), cause: cause)
+        onChange()
+    }
+
+    func connectionDidClose(_ connection: HTTP2ClientConnection, error: TransportError) {
+        connections.didClose(connection, error, endedByGoAway: connection.endedByGoAway)
+    }
+
+    private func notePeer(_ s: HTTP2Settings) {
+        connections.stats.peerMaxStreams = s.maxConcurrentStreams
+    }
+
+    /// ``stats`` with the peer stream limit in force now: the lowest of the connected connections'.
+    var finalStats: ConnectionStats {
+        var s = stats
+        if let limit = connections.active.lazy.filter(\.isConnected).map(\.peerMaxConcurrentStreams).min() { s.peerMaxStreams = limit }
+        return s
+    }
+
+    /// Drops the connections and the timer (after ``closeAll()``), so they are gone before the loop closes.
+    func release() { connections.release() }
+
+    /// Closes every connection without reporting anything more to the driver (its books are closed).
+    func closeAll() { connections.closeAll() }
+}

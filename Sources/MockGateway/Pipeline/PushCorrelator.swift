@@ -1,0 +1,70 @@
+import PushPayload
+import PushTransport
+
+/// The gateway's side of a pipeline run: each of its event loops finds the correlation id in every push
+/// it answers (``CorrelationScanner``) and queues a ``PushArrival`` on its own ring; the run's main
+/// thread drains the rings. Nothing is allocated per push; a ring that fills (a consumer that stopped
+/// draining) refuses arrivals and counts them (``refused``).
+public final class PushCorrelator: Sendable, Equatable {
+    /// The scanner of the run's ids.
+    public let scanner: CorrelationScanner
+    /// Where the id is looked for.
+    public let source: CorrelationSource
+    private let rings: [SPSCRing<PushArrival>]
+    private let sourceHeader: [UInt8]
+
+    /// A correlator for ids with `prefix`, for a gateway of `loops` event loops, each ring holding
+    /// `capacity` arrivals between two drains.
+    public init(prefix: [UInt8], source: CorrelationSource = .anywhere, loops: Int, capacity: Int = 1 << 16) {
+        scanner = CorrelationScanner(prefix: prefix)
+        self.source = source
+        if case .header(let name) = source { sourceHeader = Array(name.utf8) } else { sourceHeader = [] }
+        rings = (0..<max(1, loops)).map { _ in SPSCRing(capacity: capacity) }
+    }
+
+    public static func == (a: PushCorrelator, b: PushCorrelator) -> Bool { a === b }
+
+    /// Arrivals refused because a ring was full.
+    public var refused: Int { rings.reduce(0) { $0 + $1.refused } }
+
+    /// Hands every arrival queued so far to `body` (one consumer thread); returns how many.
+    @discardableResult
+    public func drain(_ body: (PushArrival) -> Void) -> Int {
+        rings.reduce(0) { $0 + $1.drain(body) }
+    }
+
+    /// Records a push on loop `loop`: finds its id in `body`, else in `headers`' values (as `source` says).
+    @inline(__always)
+    func record(loop: Int, route: GatewayRoute, status: Int, arrivedAt: UInt64, body: UnsafeRawBufferPointer,
+                headerCount: Int, header: (Int) -> (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)) {
+        var found = CorrelationScanner.Found.none
+        switch source {
+        case .anywhere, .body:
+            found = scanner.scan(body)
+            if case .match = found {} else if source == .anywhere {
+                var i = 0
+                while i < headerCount {
+                    let f = scanner.scan(header(i).value)
+                    if case .match = f { found = f; break }
+                    if f == .foreign { found = .foreign }
+                    i += 1
+                }
+            }
+        case .header:
+            var i = 0
+            while i < headerCount {
+                let h = header(i)
+                if h.name.elementsEqual(sourceHeader) { found = scanner.scan(h.value); break }
+                i += 1
+            }
+        }
+        let index: Int64
+        switch found {
+        case .match(let g): index = g
+        case .foreign: index = PushArrival.foreignID
+        case .none: index = PushArrival.noID
+        }
+        rings[loop % rings.count].push(PushArrival(index: index, arrivedAt: arrivedAt, route: route == .fcm ? 1 : 0,
+                                                   status: UInt16(clamping: status)))
+    }
+}

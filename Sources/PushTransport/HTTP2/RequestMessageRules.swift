@@ -1,0 +1,355 @@
+/// What the server keeps of one request's header section to judge it as an HTTP/2 request (RFC 9113
+/// §8.1.1, §8.2, §8.3): which pseudo-header fields came, whether a regular field has come, the declared
+/// content-length and the body bytes received so far.
+struct RequestMessage {
+    var flags: UInt16 = 0
+    /// The content-length field's value, -1 when absent.
+    var contentLength: Int64 = -1
+    /// DATA payload bytes received (padding excluded).
+    var received: Int64 = 0
+
+    static let method: UInt16 = 1 << 0, path: UInt16 = 1 << 1, scheme: UInt16 = 1 << 2
+    static let authority: UInt16 = 1 << 3, host: UInt16 = 1 << 4
+    /// A regular field came: a pseudo-header field may no longer follow.
+    static let pseudoClosed: UInt16 = 1 << 5
+    static let connect: UInt16 = 1 << 6, options: UInt16 = 1 << 7
+    static let pathSlash: UInt16 = 1 << 8, pathAsterisk: UInt16 = 1 << 9, schemeHTTP: UInt16 = 1 << 10
+}
+
+/// The HTTP/2 request rules the gateway's server enforces on every request, as libnghttp2's own HTTP
+/// messaging checks do them (same verdict for every field), without the cost of its generic version.
+///
+/// nghttp2 checks each decoded field with a byte-at-a-time table walk, three function calls and a
+/// token lookup: a large share of the gateway's time on a small APNs request.
+/// The server session turns those checks off (`nghttp2_option_set_no_http_messaging`) and calls these
+/// instead from its header, data and frame callbacks, where it already looks at every field: the common
+/// characters are checked eight at a time, and the field names a request needs are recognised by
+/// length first.
+///
+/// Verdicts, per field: `.malformed` (the request is reset with PROTOCOL_ERROR, RFC 9113 §8.1.1: any
+/// bad byte in a name or value, as nghttp2 answers when no invalid-header callback is set, and as
+/// nghttpd answers), or what kind of field it is. Plain Swift: tests drive it with byte arrays.
+enum RequestMessageRules {
+    enum Field: UInt8 {
+        case regular, method, path, authority, scheme, malformed
+    }
+
+    /// Judges one field of a request's header section (`trailer`: of its trailer section) and records
+    /// what it declares in `m`.
+    @inline(__always)
+    static func field(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>, _ valueLength: Int,
+                      _ m: inout RequestMessage, trailer: Bool) -> Field {
+        if nameLength > 0 && name[0] == UInt8(ascii: ":") {
+            return pseudoField(name, nameLength, value, valueLength, &m, trailer: trailer)
+        }
+        return regularField(name, nameLength, value, valueLength, &m)
+    }
+
+    @inline(__always)
+    private static func pseudoField(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
+                                    _ valueLength: Int, _ m: inout RequestMessage, trailer: Bool) -> Field {
+        // A pseudo-header field in trailers, after a regular field, repeated, empty or unknown is
+        // malformed; so is one whose value has a byte its kind does not allow.
+        if trailer || m.flags & RequestMessage.pseudoClosed != 0 || valueLength == 0 { return .malformed }
+        let kind: Field
+        let flag: UInt16
+        switch nameLength {
+        case 5 where equals(name, nameLength, ":path"):
+            guard allPath(value, valueLength) else { return .malformed }
+            kind = .path; flag = RequestMessage.path
+        case 7 where equals(name, nameLength, ":method"):
+            guard isMethod(value, valueLength) else { return .malformed }
+            kind = .method; flag = RequestMessage.method
+        case 7 where equals(name, nameLength, ":scheme"):
+            if isHTTP(value, valueLength) {
+                m.flags |= RequestMessage.schemeHTTP
+            } else if !isScheme(value, valueLength) {
+                return .malformed
+            }
+            kind = .scheme; flag = RequestMessage.scheme
+        case 10 where equals(name, nameLength, ":authority"):
+            guard isAuthority(value, valueLength) else { return .malformed }
+            kind = .authority; flag = RequestMessage.authority
+        default:
+            // :protocol too: the server does not offer extended CONNECT (RFC 8441).
+            return .malformed
+        }
+        if m.flags & flag != 0 { return .malformed }
+        m.flags |= flag
+        switch kind {
+        case .method:
+            if valueLength == 7 && equals(value, 7, "CONNECT") { m.flags |= RequestMessage.connect }
+            else if valueLength == 7 && equals(value, 7, "OPTIONS") { m.flags |= RequestMessage.options }
+        case .path:
+            if value[0] == UInt8(ascii: "/") { m.flags |= RequestMessage.pathSlash }
+            else if valueLength == 1 && value[0] == UInt8(ascii: "*") { m.flags |= RequestMessage.pathAsterisk }
+        default: break
+        }
+        return kind
+    }
+
+    @inline(__always)
+    private static func regularField(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
+                                     _ valueLength: Int, _ m: inout RequestMessage) -> Field {
+        m.flags |= RequestMessage.pseudoClosed
+        // Names are lower-case tokens (RFC 9113 §8.2.1).
+        if !isName(name, nameLength) { return .malformed }
+        switch nameLength {
+        case 2 where equals(name, 2, "te"):
+            // RFC 9113 §8.2.2: TE may only say "trailers".
+            return equalsIgnoringCase(value, valueLength, "trailers") ? .regular : .malformed
+        case 4 where equals(name, 4, "host"):
+            if valueLength == 0 || m.flags & RequestMessage.host != 0 || !isAuthority(value, valueLength) {
+                return .malformed
+            }
+            m.flags |= RequestMessage.host
+            return .regular
+        case 14 where equals(name, 14, "content-length"):
+            if m.contentLength != -1 { return .malformed }
+            m.contentLength = parseLength(value, valueLength)
+            return m.contentLength == -1 ? .malformed : .regular
+        case 7 where equals(name, 7, "upgrade"),
+             10 where equals(name, 10, "connection") || equals(name, 10, "keep-alive"),
+             16 where equals(name, 16, "proxy-connection"),
+             17 where equals(name, 17, "transfer-encoding"):
+            // Connection-specific fields (RFC 9113 §8.2.2).
+            return .malformed
+        default:
+            return isValue(value, valueLength) ? .regular : .malformed
+        }
+    }
+
+    /// The end of a request's header section (`trailer`: of its trailers): false when the request is
+    /// malformed (pseudo-header fields missing, a path that is not absolute, trailers that do not end
+    /// the stream, a body shorter than its content-length).
+    static func headersEnd(_ m: inout RequestMessage, trailer: Bool, endStream: Bool) -> Bool {
+        if trailer {
+            if !endStream { return false }
+        } else if m.flags & RequestMessage.connect != 0 {
+            // CONNECT (RFC 9113 §8.5): :authority only.
+            if m.flags & (RequestMessage.scheme | RequestMessage.path) != 0 || m.flags & RequestMessage.authority == 0 {
+                return false
+            }
+            m.contentLength = -1
+        } else {
+            let required = RequestMessage.method | RequestMessage.path | RequestMessage.scheme
+            if m.flags & required != required || m.flags & (RequestMessage.authority | RequestMessage.host) == 0 {
+                return false
+            }
+            // http and https paths start with "/", but for OPTIONS "*" (RFC 9113 §8.3.1).
+            if m.flags & RequestMessage.schemeHTTP != 0 && m.flags & RequestMessage.pathSlash == 0
+                && m.flags & (RequestMessage.options | RequestMessage.pathAsterisk) != RequestMessage.options | RequestMessage.pathAsterisk {
+                return false
+            }
+        }
+        return !endStream || bodyComplete(m)
+    }
+
+    /// A DATA payload of `count` bytes: false when the body now exceeds its content-length.
+    @inline(__always)
+    static func data(_ m: inout RequestMessage, _ count: Int) -> Bool {
+        m.received &+= Int64(count)
+        return m.contentLength == -1 || m.received <= m.contentLength
+    }
+
+    /// The stream ended: false when the body is not the length its content-length said.
+    @inline(__always)
+    static func bodyComplete(_ m: RequestMessage) -> Bool {
+        m.contentLength == -1 || m.contentLength == m.received
+    }
+
+    // MARK: bytes
+
+    /// Which bytes each kind of field allows, one bit per byte value in four words (0-63, 64-127,
+    /// 128-191, 192-255): RFC 9110 tokens (`token`: methods, and the method of an HTTP/1.x request line)
+    /// and their lower-case form for field names, the URI characters of an authority, visible characters
+    /// for a path, and a value's VCHAR, SP, HTAB and obs-text.
+    struct CharClass {
+        let w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
+        static let name = CharClass(w0: 0x03ff_6cfa_0000_0000, w1: 0x57ff_ffff_c000_0000, w2: 0, w3: 0)
+        static let token = CharClass(w0: 0x03ff_6cfa_0000_0000, w1: 0x57ff_ffff_c7ff_fffe, w2: 0, w3: 0)
+        static let authority = CharClass(w0: 0x2fff_7ff2_0000_0000, w1: 0x47ff_fffe_afff_ffff, w2: 0, w3: 0)
+        static let path = CharClass(w0: 0xffff_fffe_0000_0000, w1: 0x7fff_ffff_ffff_ffff, w2: ~0, w3: ~0)
+        static let value = CharClass(w0: 0xffff_ffff_0000_0200, w1: 0x7fff_ffff_ffff_ffff, w2: ~0, w3: ~0)
+
+        @inline(__always) func contains(_ b: UInt8) -> Bool {
+            let w: UInt64
+            switch b >> 6 {
+            case 0: w = w0
+            case 1: w = w1
+            case 2: w = w2
+            default: w = w3
+            }
+            return (w >> UInt64(b & 63)) & 1 != 0
+        }
+    }
+
+    private static let high: UInt64 = 0x8080_8080_8080_8080
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+
+    /// Nonzero when some byte of `w` is below `n` (n ≤ 128).
+    @inline(__always) private static func anyBelow(_ w: UInt64, _ n: UInt8) -> UInt64 {
+        (w &- ones &* UInt64(n)) & ~w & high
+    }
+
+    /// Nonzero when some byte of `w` equals `b`.
+    @inline(__always) private static func anyEqual(_ w: UInt64, _ b: UInt8) -> UInt64 {
+        let x = w ^ (ones &* UInt64(b))
+        return (x &- ones) & ~x & high
+    }
+
+    /// The high bit of each byte of `w` that lies in lo...hi; every byte of `w` must be below 0x80 (so
+    /// no sum carries into its neighbour).
+    @inline(__always) private static func inRange(_ w: UInt64, _ lo: UInt8, _ hi: UInt8) -> UInt64 {
+        (w &+ ones &* UInt64(0x80 - lo)) & ~(w &+ ones &* UInt64(0x7f - hi)) & high
+    }
+
+    /// Every byte of `p[0..<n]` in `c`.
+    @inline(__always) static func all(_ p: UnsafePointer<UInt8>, _ n: Int, _ c: CharClass) -> Bool {
+        var i = 0
+        while i < n {
+            if !c.contains(p[i]) { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// `ok` holds for words that together cover `p[0..<n]` (n ≥ 4): whole words, the last one
+    /// overlapping the one before, and below 8 bytes two overlapping halves.
+    @inline(__always) private static func everyWord(_ p: UnsafePointer<UInt8>, _ n: Int, _ ok: (UInt64) -> Bool) -> Bool {
+        let raw = UnsafeRawPointer(p)
+        if n < 8 {
+            return ok(UInt64(raw.loadUnaligned(as: UInt32.self)) | UInt64(raw.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)) << 32)
+        }
+        var i = 0
+        while true {
+            if !ok(raw.loadUnaligned(fromByteOffset: min(i, n - 8), as: UInt64.self)) { return false }
+            i += 8
+            if i >= n { return true }
+        }
+    }
+
+    /// Every byte of `p[0..<n]` in `c`, settled a word at a time when every byte passes `plain` (a
+    /// subset of `c` that real fields keep to) and byte by byte otherwise.
+    @inline(__always) private static func check(_ p: UnsafePointer<UInt8>, _ n: Int, _ c: CharClass,
+                                                plain: (UInt64) -> Bool) -> Bool {
+        if n >= 4 && everyWord(p, n, plain) { return true }
+        return all(p, n, c)
+    }
+
+    /// A field name nghttp2 passes: one or more lower-case token characters.
+    @inline(__always) static func isName(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        n > 0 && check(p, n, CharClass.name) { w in
+            // a-z, 0-9 and "-", as nearly every real name is.
+            w & high == 0 && (inRange(w, 0x61, 0x7a) | inRange(w, 0x30, 0x39) | inRange(w, 0x2d, 0x2d)) == high
+        }
+    }
+
+    /// A method: one or more token characters.
+    @inline(__always) static func isMethod(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        n > 0 && check(p, n, CharClass.token) { w in
+            w & high == 0 && (inRange(w, 0x41, 0x5a) | inRange(w, 0x61, 0x7a)) == high
+        }
+    }
+
+    /// An authority (or host): URI authority characters.
+    @inline(__always) static func isAuthority(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        check(p, n, CharClass.authority) { w in
+            // Letters, digits, ".", "-" and ":": host names, addresses and ports.
+            w & high == 0 && (inRange(w, 0x61, 0x7a) | inRange(w, 0x30, 0x3a) | inRange(w, 0x2d, 0x2e) | inRange(w, 0x41, 0x5a)) == high
+        }
+    }
+
+    /// A value RFC 9113 §8.2.1 allows: no NUL, CR, LF or other control byte but HTAB, and no white
+    /// space at either end.
+    @inline(__always) static func isValue(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        if n == 0 { return true }
+        let first = p[0], last = p[n - 1]
+        if first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 { return false }
+        // HTAB is below 0x20 too: the byte walk settles words that have one.
+        return check(p, n, CharClass.value) { w in anyBelow(w, 0x20) | anyEqual(w, 0x7f) == 0 }
+    }
+
+    /// Every byte of a :path value visible (0x21-0x7e) or above 0x7f.
+    @inline(__always) static func allPath(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        if n < 4 { return all(p, n, CharClass.path) }
+        return everyWord(p, n) { w in anyBelow(w, 0x21) | anyEqual(w, 0x7f) == 0 }
+    }
+
+    /// "http" or "https", in any case.
+    @inline(__always) static func isHTTP(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        // Or-ing 0x20 folds only "H", "T", "P" and "S" onto the lower-case letters compared.
+        guard n == 4 || (n == 5 && p[4] | 0x20 == UInt8(ascii: "s")) else { return false }
+        return UnsafeRawPointer(p).loadUnaligned(as: UInt32.self) | 0x2020_2020 == 0x7074_7468
+    }
+
+    /// RFC 3986 scheme: a letter, then letters, digits, "+", "-" or ".".
+    static func isScheme(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        if n == 0 || (p[0] | 0x20) &- UInt8(ascii: "a") >= 26 { return false }
+        var i = 1
+        while i < n {
+            let b = p[i]
+            if (b | 0x20) &- UInt8(ascii: "a") >= 26 && b &- UInt8(ascii: "0") >= 10
+                && b != UInt8(ascii: "+") && b != UInt8(ascii: "-") && b != UInt8(ascii: ".") { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// A content-length: one or more digits, at most Int64.max; -1 otherwise.
+    static func parseLength(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int64 {
+        if n == 0 { return -1 }
+        var v: Int64 = 0
+        var i = 0
+        while i < n {
+            let d = p[i] &- UInt8(ascii: "0")
+            if d >= 10 { return -1 }
+            let (m, o1) = v.multipliedReportingOverflow(by: 10)
+            let (s, o2) = m.addingReportingOverflow(Int64(d))
+            if o1 || o2 { return -1 }
+            v = s
+            i += 1
+        }
+        return v
+    }
+
+    /// `p[0..<n]` is `s`, compared a word at a time (the last word overlapping the one before).
+    @inline(__always) private static func equals(_ p: UnsafePointer<UInt8>, _ n: Int, _ s: StaticString) -> Bool {
+        if n != s.utf8CodeUnitCount { return false }
+        let a = UnsafeRawPointer(p), b = UnsafeRawPointer(s.utf8Start)
+        if n >= 8 {
+            var i = 0
+            while true {
+                let at = min(i, n - 8)
+                if a.loadUnaligned(fromByteOffset: at, as: UInt64.self) != b.loadUnaligned(fromByteOffset: at, as: UInt64.self) {
+                    return false
+                }
+                i += 8
+                if i >= n { return true }
+            }
+        }
+        if n >= 4 {
+            return a.loadUnaligned(as: UInt32.self) == b.loadUnaligned(as: UInt32.self)
+                && a.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self) == b.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+        }
+        var i = 0
+        while i < n {
+            if p[i] != s.utf8Start[i] { return false }
+            i += 1
+        }
+        return true
+    }
+
+    private static func equalsIgnoringCase(_ p: UnsafePointer<UInt8>, _ n: Int, _ s: StaticString) -> Bool {
+        if n != s.utf8CodeUnitCount { return false }
+        let q = s.utf8Start
+        var i = 0
+        while i < n {
+            var b = p[i]
+            if b &- UInt8(ascii: "A") < 26 { b |= 0x20 }
+            if b != q[i] { return false }
+            i += 1
+        }
+        return true
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import LoadGenerator
+import PushMetrics
+import PushVocabulary
+
+/// `pushbench capacity`'s own options; every option of `pushbench run` that a step uses is accepted too.
+struct CapacityOptions: Equatable, Sendable {
+    /// `--slo` (repeatable): the objectives every step must meet.
+    var objectives: [CapacityObjective] = []
+    /// `--min`: the first rate tried.
+    var min = 1_000
+    /// `--max`: the highest rate tried.
+    var max = 1_000_000
+    /// `--step-duration`: each step's measured time, in seconds (its warm-up comes before it).
+    var stepSeconds = 10.0
+    /// `--resolution`: the bisection stops when the rate that held and the one that failed are this close.
+    var resolution = 0.02
+}
+
+/// `pushbench capacity`: the highest constant rate at which every objective holds, found by running steps.
+struct CapacityCommand: PushbenchCommand {
+    static let name = "capacity"
+    static let abstract = "the highest rate at which every objective holds: an exponential probe, then a bisection"
+    static let usage = """
+    USAGE: pushbench capacity --slo p99<5ms [--slo error_rate<0.1%] [--min 1k] [--max 1M]
+                              [--step-duration 10s] [--resolution 2%] [run options]
+
+    Runs steps at constant rates, each a full measured run with its warm-up and its own folder: up from
+    --min, doubling, until a step misses an objective (or --max holds), then halving the gap between the
+    highest rate that held and the lowest that failed until they are --resolution apart; the answer is
+    rerun once to confirm it. Writes <out>/<run-id>/ with capacity.json, capacity.md, capacity.svg (p99
+    against rate, the objective and the knee) and step-NN-<rate>rps/ folders, and prints the answer and
+    what stopped it: the objective, errors, or the sender itself falling behind (never reported as the
+    target's capacity). Without an error_rate objective, more than 1% of requests failing fails a step.
+    A step whose latency missed while the host stole 1% or more of its time (steal) is run again, twice
+    at most; a miss on the last try counts.
+    """
+    static let footer: String? = """
+        EXIT STATUS: 0 the search ended (whatever the answer); 1 a step could not run; 2 bad input;
+        3 target unreachable.
+        """
+
+    /// Options of `pushbench run` that the search sets itself.
+    static let setByTheSearch: Set<String> = ["--rps", "--duration", "--requests", "--stages", "--rate-file", "--encoder"]
+
+    static var options: OptionTable<CapacityOptions> {
+        var own: [Option<CapacityOptions>] = [
+            .values("--slo", "OBJECTIVE", \.objectives,
+                    help: "an objective every step must meet (repeatable): p50, p90, p99, p99.9, p99.99 or max of the corrected latency under a time (p99<5ms), or error_rate under a fraction (error_rate<0.1%)") {
+                text, name throws(UsageError) in try Self.objective(text, option: name)
+            },
+            .value("--min", "RATE", \.min, default: "1k", help: "the first rate tried (requests per second)") { text, name throws(UsageError) in
+                try Self.rate(text, option: name)
+            },
+            .value("--max", "RATE", \.max, default: "1M", help: "the highest rate tried") { text, name throws(UsageError) in
+                try Self.rate(text, option: name)
+            },
+            .value("--step-duration", "T", \.stepSeconds, default: "10s", help: "each step's measured time (its --warmup comes first)") {
+                text, name throws(UsageError) in
+                let d = try ValueParser.duration(text, option: name)
+                guard d >= 0.1 else { throw UsageError("\(name): '\(text)' is under 100ms") }
+                return d
+            },
+            .value("--resolution", "FRACTION", \.resolution, default: "2%",
+                   help: "stop when the highest rate that held and the lowest that failed are this close") { text, name throws(UsageError) in
+                do throws(QuantityError) {
+                    let f = try Quantity.fraction(text)
+                    guard f >= 0.001 && f <= 0.5 else { throw QuantityError("'\(text)' is outside 0.1%...50%") }
+                    return f
+                } catch {
+                    throw UsageError("\(name): \(error.message)")
+                }
+            },
+        ]
+        // The run's options, for each step (parsed again by `pushbench run`'s own table, so they are
+        // checked exactly as a run checks them).
+        var first = true
+        for o in RunCommand.options.options where !setByTheSearch.contains(o.name) {
+            own.append(Option(o.name, o.valueName, repeats: o.repeats, default: o.defaultValue,
+                              group: first ? "Options of each step, as for pushbench run:" : o.group, help: o.help) { _, _ in })
+            first = false
+        }
+        return OptionTable(own)
+    }
+
+    static func rate(_ text: String, option: String) throws(UsageError) -> Int {
+        do throws(ScheduleError) {
+            let r = try RateSchedule.parseRate(text)
+            guard r >= 1 else { throw ScheduleError("0 is not a rate to try") }
+            return r
+        } catch {
+            throw UsageError("\(option): \(error.description)")
+        }
+    }
+
+    /// `p99<5ms`, `p99.9<10ms`, `max<50ms`, `error_rate<0.1%`.
+    static func objective(_ text: String, option: String) throws(UsageError) -> CapacityObjective {
+        let parts = text.split(separator: "<", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2 else {
+            throw UsageError("\(option): '\(text)' is not METRIC<LIMIT (as in p99<5ms or error_rate<0.1%)")
+        }
+        let (metric, limit) = (parts[0], parts[1])
+        if metric == "error_rate" {
+            do throws(QuantityError) {
+                return CapacityObjective(metric: .errorRate, limit: try Quantity.fraction(limit), description: text)
+            } catch {
+                throw UsageError("\(option): \(text): \(error.message)")
+            }
+        }
+        let percentile: Double
+        switch metric {
+        case "max": percentile = 100
+        case "p50", "p90", "p99", "p99.9", "p999", "p99.99", "p9999":
+            percentile = ["p50": 50, "p90": 90, "p99": 99, "p99.9": 99.9, "p999": 99.9, "p99.99": 99.99, "p9999": 99.99][metric]!
+        default:
+            throw UsageError("\(option): '\(metric)' is not a metric (p50, p90, p99, p99.9, p99.99, max, error_rate)")
+        }
+        do throws(QuantityError) {
+            let d = try Quantity.duration(limit, bareNumber: .refused)
+            guard d.nanoseconds >= 1_000 else { throw QuantityError("'\(limit)' is under 1 µs, the histograms' resolution") }
+            return CapacityObjective(metric: .latency(percentile: percentile), limit: d.nanoseconds / 1_000, description: text)
+        } catch {
+            throw UsageError("\(option): \(text): \(error.message)")
+        }
+    }
+
+    /// The search's options.
+    let options: CapacityOptions
+    /// The run options every step starts from (rate and duration set per step).
+    let stepOptions: RunOptions
+    /// Whether --label was given (otherwise the folder is labelled `capacity`).
+    let labelGiven: Bool
+
+    init(arguments a: ParsedArguments) throws(UsageError) {
+        try a.expectPositionals(0...0, "nothing")
+        var o = CapacityOptions()
+        try Self.options.apply(a, to: &o)
+        guard !o.objectives.isEmpty else { throw UsageError("--slo: give at least one objective (as in --slo p99<5ms)") }
+        guard o.max >= o.min else { throw UsageError("--max: \(o.max) is below --min \(o.min)") }
+        // The steps' run options, checked by `pushbench run`'s own rules, each at a constant rate.
+        var args: [String] = []
+        let runNames = Set(RunCommand.options.options.map(\.name))
+        for (name, value) in a.given where runNames.contains(name) {
+            args.append(name)
+            if let value { args.append(value) }
+        }
+        args += ["--rps", String(o.min), "--duration", "\(o.stepSeconds)s"]
+        let step = try RunCommand(arguments: ParsedArguments(args, options: RunCommand.options))
+        if let s = step.options.segment, step.options.startAtUnixNs == nil {
+            throw UsageError("--segment: the \(s.count) agents of one search start together: give them all one --start-at (and one --out, where they meet)")
+        }
+        options = o
+        stepOptions = step.options
+        labelGiven = a.contains("--label")
+    }
+
+    func run() -> Int32 {
+        CapacityExecution(command: self).execute()
+    }
+}

@@ -1,0 +1,75 @@
+import MockGateway
+import PushTransport
+
+/// `pushbench gateway`: runs the mock APNs gateway alone until SIGINT/SIGTERM, then prints its final stats.
+struct GatewayCommand: PushbenchCommand {
+    static let name = "gateway"
+    static let abstract = "run the mock APNs/FCM gateway alone (--listen, behaviours)"
+    static let usage = """
+    USAGE: pushbench gateway [options]
+
+    Emulates the APNs provider API (POST /3/device/<token>) and FCM HTTP v1 (POST
+    /v1/projects/<id>/messages:send) with its OAuth2 token endpoint (POST /token) on one port:
+    HTTP/2 cleartext (prior knowledge) and HTTP/1.1 by default, TLS with --tls (a certificate
+    generated at start) or --tls-cert/--tls-key, where ALPN chooses h2 or http/1.1. APNs refuses
+    HTTP/1.1 as the real one does.
+    Every behaviour is off by default: a valid request is answered 200 at once. GET /stats answers JSON
+    counts, GET /metrics the same in Prometheus's text format. SIGINT/SIGTERM/SIGHUP: finish the streams
+    in flight, GOAWAY, print the final stats, exit 0.
+    It is a test double: no authentication unless an auth option is on. Listening beyond loopback
+    prints a warning naming the interfaces reached.
+    The same options configure the embedded gateway of a run: pushbench run --gateway-arg=--latency=2ms.
+    """
+
+    /// The gateway's own table (MockGateway/Configuration/GatewayOptions.swift), shared with `run --gateway-arg`.
+    static var options: OptionTable<GatewayConfiguration> { GatewayConfiguration.options }
+
+    /// The validated configuration.
+    let configuration: GatewayConfiguration
+
+    init(arguments a: ParsedArguments) throws(UsageError) {
+        try a.expectPositionals(0...0, "nothing")
+        configuration = try GatewayConfiguration.parse(a)
+    }
+
+    func run() -> Int32 {
+        var configuration = self.configuration
+        if configuration.tls.generates && configuration.tls.certificateOut == nil && configuration.tls.caDirectory == nil {
+            configuration.tls.certificateOut = GatewayTLS.defaultCertificateOut
+        }
+        let mode: String
+        if !configuration.tls.isEnabled {
+            mode = "h2c with prior knowledge, and HTTP/1.1"
+        } else if let out = configuration.tls.certificateOut ?? configuration.tls.keptCertificateFile {
+            mode = "TLS, h2 and http/1.1; a generated certificate for \(configuration.tls.generatedNames.joined(separator: ", ")): clients trust \(out)"
+        } else {
+            mode = "TLS, h2 and http/1.1; certificate \(configuration.tls.certificateFile ?? "-")"
+        }
+        let descriptors = DescriptorLimit.raiseToHard()
+        if let warning = ListenWarning.message(host: configuration.host, port: configuration.port,
+                                                authenticated: configuration.auth.summary != nil) {
+            printError("pushbench gateway: \(warning)")
+        }
+        let usable = GatewayConfiguration.defaultMaxConnections(descriptorLimit: descriptors)
+        if let asked = configuration.maxConnections, asked > usable {
+            printError("pushbench gateway: warning: --max-connections \(asked) is more than the descriptor limit (\(descriptors)) "
+                       + "leaves room for (\(usable)); connections past it are closed at once (raise ulimit -n)")
+        }
+        do {
+            let final = try EmbeddedGateway.runUntilSignalled(configuration, log: { printError("pushbench gateway: \($0)") }) {
+                address, maxConnections in
+                printOut("pushbench gateway: listening on \(address) (\(mode)); GET /stats for counts")
+                if let auth = configuration.auth.summary { printOut("pushbench gateway: authentication: \(auth)") }
+                printOut("pushbench gateway: at most \(maxConnections) connections (descriptor limit \(descriptors); --max-connections)")
+            }
+            printOut(final.json)
+            return 0
+        } catch let error as GatewayStartError where error.cannotListen {
+            printError("pushbench gateway: --listen: cannot \(error.message)")
+            return 2
+        } catch {
+            printError("pushbench gateway: \(error)")
+            return 1
+        }
+    }
+}

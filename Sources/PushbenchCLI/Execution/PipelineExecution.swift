@@ -1,0 +1,251 @@
+import Foundation
+import LoadGenerator
+import MockGateway
+import PushMetrics
+import PushPayload
+import PushTransport
+import PushVocabulary
+
+/// One `pushbench pipeline`: the egress gateway with its correlator, the load run against the front door
+/// with its taps, the wait for the last pushes, the run folder with the pipeline's files, the printout.
+struct PipelineExecution {
+    let run: RunExecution
+    var options: RunOptions { run.options }
+    typealias Failure = RunExecution.Failure
+
+    /// The files a pipeline run adds to the run folder.
+    enum File {
+        static let hgrm = "e2e_latency.hgrm"
+        static let hlog = "e2e_latency.hlog"
+        static let csv = "pipeline.csv"
+    }
+
+    func execute() -> Int32 {
+        do {
+            try run.checkDescriptors()
+            let (request, template, tokens) = try loadInputs()
+            let destination = ResultsDestination(root: URL(fileURLWithPath: options.outputRoot))
+            try destination.check()
+            return try runOnce(request: request, template: template, tokens: tokens, destination: destination)
+        } catch {
+            printError("pushbench pipeline: \(error.message)")
+            return error.status
+        }
+    }
+
+    /// The request file, its body template and the device tokens, or exit 2 naming the file and line.
+    func loadInputs() throws(Failure) -> (RequestFile, PayloadTemplate, DeviceTokens) {
+        let tokens: DeviceTokens
+        switch options.tokens {
+        case .synthetic(let n):
+            tokens = DeviceTokens(synthetic: n, seed: options.seed)
+        case .file(let path):
+            do { tokens = try DeviceTokens(path: path, kind: .fcm) } catch { throw Failure(status: 2, message: error.description) }
+            guard tokens.count > 0 else { throw Failure(status: 2, message: "\(path): no device tokens in the file") }
+        }
+        do throws(TemplateError) {
+            let request = try RequestFile(path: options.pipeline.requestFile!)
+            let template = try request.template(options: TemplateOptions(limit: nil, maxTokenLength: max(64, tokens.maxLength)))!
+            return (request, template, tokens)
+        } catch {
+            throw Failure(status: 2, message: "--request: \(error.description)")
+        }
+    }
+
+    /// The run's id tag: agents of one segmented run agree on it (it comes from what they share: the
+    /// seed and the start time); a lone run draws one.
+    static func tag(_ o: RunOptions) -> UInt16 {
+        guard o.segment != nil else { return UInt16.random(in: 0...UInt16.max) }
+        var h = UInt64(truncatingIfNeeded: o.startAtUnixNs ?? 0) ^ (o.seed &* 0x9E37_79B9_7F4A_7C15)
+        h ^= h >> 29
+        h = h &* 0xBF58_476D_1CE4_E5B9
+        return UInt16(truncatingIfNeeded: h ^ (h >> 32))
+    }
+
+    private func runOnce(request: RequestFile, template: PayloadTemplate, tokens: DeviceTokens,
+                         destination: ResultsDestination) throws(Failure) -> Int32 {
+        let label = options.label
+        var spool: TimelineSpool?
+        let measured = try measure(request: request, template: template, tokens: tokens, label: label) { startedAt in
+            spool = destination.openSpool(startedAt: startedAt, label: label)
+            return spool
+        }
+        let folder: URL
+        do { folder = try destination.write(measured.record, spool: spool) } catch {
+            if !options.json { printError(ResultsWriter.summaryJSON(measured.record, runID: label).render()) }
+            throw error
+        }
+        do {
+            try writeFiles(measured, to: folder)
+        } catch {
+            throw Failure(status: 1, message: "writing the pipeline files in \(folder.path): \(error)")
+        }
+        if options.json {
+            printOut(ResultsWriter.summaryJSON(measured.record, runID: folder.lastPathComponent).render())
+        } else {
+            run.printSummary(measured.record, result: measured.result, folder: folder)
+            for line in summaryLines(measured) { printOut(line) }
+        }
+        var warnings = RunExecution.warnings(measured.record, result: measured.result)
+        if measured.overflow > 0 {
+            warnings.append("\(measured.overflow) answers or pushes could not be queued for matching (the run's main thread fell behind); the pipeline counts are short by as many")
+        }
+        let c = measured.counts
+        let nothingArrived = !measured.result.interrupted && c.apns + c.fcm == 0 && measured.result.measured.completed > 0
+        if nothingArrived {
+            printError("pushbench pipeline: not one push reached the egress at \(egressURL): check that the service sends its pushes there"
+                       + (options.pipeline.egressH2C ? "" : " and trusts the egress's CA" + (options.pipeline.certificateOut.map { " (\($0))" } ?? "")))
+        }
+        let status = RunExecution.closing(warnings: warnings, nothingMeasured: RunExecution.measuredNothing(measured.record, result: measured.result),
+                                          destination: destination)
+        return status == 0 && nothingArrived ? RunExecution.measuredNothingStatus : status
+    }
+
+    /// What a pipeline run measured.
+    struct Measured {
+        var result: LoadResult
+        var record: RunRecord
+        var counts: PipelineLedger.Counts
+        var endToEnd: HdrHistogram
+        var seconds: [PipelineLedger.Second]
+        var overflow: Int
+    }
+
+    var egressURL: String {
+        let host = options.pipeline.egressHost.contains(":") ? "[\(options.pipeline.egressHost)]" : options.pipeline.egressHost
+        return "\(options.pipeline.egressH2C ? "http" : "https")://\(host):\(options.pipeline.egressPort ?? 0)"
+    }
+
+    private func measure(request: RequestFile, template: PayloadTemplate, tokens: DeviceTokens, label: String,
+                         timeline: (Date) -> TimelineSink?) throws(Failure) -> Measured {
+        let prefix = PipelineRun.prefix(tag: Self.tag(options))
+        var egressConfig = options.embeddedGateway
+        let correlator = PushCorrelator(prefix: prefix, source: options.pipeline.correlate, loops: egressConfig.threads)
+        egressConfig.correlator = correlator
+        let egress: EmbeddedGateway
+        do {
+            egress = try EmbeddedGateway.start(egressConfig, host: options.pipeline.egressHost, port: options.pipeline.egressPort ?? 0)
+        } catch let error as GatewayStartError {
+            throw Failure(status: error.cannotListen ? 2 : 1, message: "--egress-listen: \(error.message)")
+        } catch {
+            throw Failure(status: 1, message: "--egress-listen: \(error)")
+        }
+        defer { egress.stop() }
+        if !options.json {
+            printError("pushbench pipeline: egress (mock APNs and FCM) at \(egressURL)"
+                       + (options.pipeline.certificateOut.map { ", its CA in \($0)" } ?? ""))
+        }
+        let (host, port, authority) = try run.resolveTarget(options.target!)
+        var config = options.loadConfiguration(host: host, port: port, authority: authority, template: template, tokens: tokens,
+                                               limit: template.maxLength)
+        try run.configureTLS(&config, gateway: nil)
+        config.frontDoor = FrontDoorRequest(request)
+        let tap = PipelineTap(prefix: prefix, threads: config.threads)
+        config.pipeline = tap
+        let drainNs = UInt64(options.pipeline.drainSeconds * 1e9)
+        let pipeline = PipelineRun(config: config, tap: tap, drainNs: drainNs, arrivals: { correlator.drain($0) },
+                                   refused: { correlator.refused })
+
+        var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds, targetRPS: config.rate)
+        let metrics = try run.startMetrics(label: label, target: authority, targetRPS: config.rate)
+        defer { metrics?.stop() }
+        let previous = catchInterrupts()
+        defer { restoreInterrupts(previous) }
+        let result: LoadResult
+        do {
+            result = try LoadRun.run(config, timeline: timeline, progress: { snapshot, elapsed in
+                                         display.show(snapshot, elapsed: elapsed)
+                                         metrics?.publish(snapshot, elapsed: elapsed)
+                                     },
+                                     shouldStop: { interruptRequested.load(ordering: .relaxed) },
+                                     poll: { t0 in pipeline.poll(t0: t0) })
+        } catch {
+            display.finish()
+            throw Failure(error)
+        }
+        display.finish()
+        if let ledger = pipeline.ledger, ledger.counts.inFlight > 0, !options.quiet, !options.json {
+            printError("pushbench pipeline: waiting up to \(ProgressDisplay.fixed(options.pipeline.drainSeconds, 1)) s for \(ledger.counts.inFlight) pushes still on their way")
+        }
+        pipeline.drain(t0: result.t0Ns, deadline: MonotonicClock.nanoseconds() + drainNs,
+                       shouldStop: { interruptRequested.load(ordering: .relaxed) })
+        let gatewayStats = egress.stop()
+        let counts = pipeline.finish(t0: result.t0Ns)
+        var record = run.makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
+        let endToEnd = pipeline.ledger!.endToEnd
+        record.extra.append(("pipeline", json(counts, endToEnd: endToEnd, fanOut: template.fanOut, prefix: prefix,
+                                              overflow: pipeline.overflow)))
+        return Measured(result: result, record: record, counts: counts, endToEnd: endToEnd, seconds: pipeline.seconds,
+                        overflow: pipeline.overflow)
+    }
+
+    /// summary.json's `pipeline` section.
+    func json(_ c: PipelineLedger.Counts, endToEnd: HdrHistogram, fanOut: Int, prefix: [UInt8], overflow: Int) -> JSONValue {
+        .object([
+            ("correlated", .bool(!options.pipeline.noCorrelation)),
+            ("id_prefix", .string(String(decoding: prefix, as: UTF8.self))),
+            ("fan_out", .int(Int64(fanOut))),
+            ("egress", .string(egressURL)),
+            ("drain_s", .double(options.pipeline.drainSeconds)),
+            ("expected", .int(c.expected)),
+            ("delivered", .int(c.delivered)),
+            ("lost", .int(c.lost)),
+            ("in_flight", .int(c.inFlight)),
+            ("duplicated", .int(c.duplicated)),
+            ("retried", .int(c.retried)),
+            ("refused_by_gateway", .int(c.refusedByGateway)),
+            ("unexpected", .int(c.unexpected)),
+            ("unexpected_by_cause", .object([
+                ("no_id", .int(c.noID)), ("other_run", .int(c.otherRun)), ("unknown_request", .int(c.unknownRequest)),
+                ("refused_request", .int(c.refusedRequest)),
+            ])),
+            ("by_route", .object([("apns", .object([("received", .int(c.apns))])), ("fcm", .object([("received", .int(c.fcm))]))])),
+            ("queue_overflow", .int(Int64(overflow))),
+            ("end_to_end_latency_us", ResultsWriter.latencyJSON(endToEnd)),
+        ])
+    }
+
+    /// e2e_latency.hgrm, e2e_latency.hlog and pipeline.csv.
+    func writeFiles(_ m: Measured, to folder: URL) throws {
+        try ResultsWriter.save(m.endToEnd.percentileDistribution(outputValueUnitScalingRatio: 1000), folder.appendingPathComponent(File.hgrm))
+        let start = m.record.startedAt.timeIntervalSince1970 + options.warmupSeconds
+        var log = IntervalLog(startTime: start)
+        var csv = "second,front_door,egress_apns,egress_fcm,backlog,e2e_p50_us,e2e_p99_us\n"
+        for s in m.seconds {
+            if let h = s.histogram {
+                log.intervals.append(IntervalLog.Interval(startOffset: Double(s.second), length: 1, histogram: h))
+            }
+            csv += "\(s.second),\(s.frontDoor),\(s.apns),\(s.fcm),\(s.backlog),\(s.p50),\(s.p99)\n"
+        }
+        try ResultsWriter.save(log.render(comment: "pushbench pipeline: end-to-end latency, request intended time to push arrival"),
+                               folder.appendingPathComponent(File.hlog))
+        try ResultsWriter.save(csv, folder.appendingPathComponent(File.csv))
+    }
+
+    /// The end summary's pipeline lines.
+    func summaryLines(_ m: Measured) -> [String] {
+        let c = m.counts
+        let h = m.endToEnd
+        let ms = { (v: Int64) in ProgressDisplay.milliseconds(Int(v)) }
+        var lines: [String] = []
+        func line(_ name: String, _ text: String) {
+            lines.append("  " + name + String(repeating: " ", count: max(1, 11 - name.count)) + text)
+        }
+        line("egress", "pushes received: apns \(c.apns)  fcm \(c.fcm)  answered 429/5xx or dropped \(c.refusedByGateway)")
+        if options.pipeline.noCorrelation {
+            line("pipeline", "not correlated (--no-correlation): pushes counted by route only")
+            return lines
+        }
+        line("pipeline", "expected \(c.expected)  delivered \(c.delivered)  lost \(c.lost)  duplicated \(c.duplicated)"
+             + "  retried \(c.retried)  unexpected \(c.unexpected)")
+        if c.unexpected > 0 {
+            line("", "unexpected: no id \(c.noID)  another run's id \(c.otherRun)  unknown or closed request \(c.unknownRequest)"
+                 + "  for refused requests \(c.refusedRequest)")
+        }
+        if h.totalCount > 0 {
+            line("end to end", "p50 \(ms(h.valueAtPercentile(50)))  p90 \(ms(h.valueAtPercentile(90)))"
+                 + "  p99 \(ms(h.valueAtPercentile(99)))  p99.9 \(ms(h.valueAtPercentile(99.9)))  max \(ms(h.max))")
+        }
+        return lines
+    }
+}

@@ -1,0 +1,124 @@
+import PushPayload
+import Testing
+@testable import LoadGenerator
+
+/// The pipeline's books without sockets or clocks: each request's answer and pushes, by hand.
+@Suite struct PipelineLedgerTests {
+    /// 1 request per µs from t0 = 1 s; requests from 10 on are measured.
+    func ledger(fanOut: Int = 1, capacity: Int = 1024) -> PipelineLedger {
+        PipelineLedger(fanOut: fanOut, capacity: capacity, measuredFrom: 1_000_010_000, firstMeasured: 10) { g in
+            1_000_000_000 + UInt64(g) * 1000
+        }
+    }
+
+    func accept(_ l: PipelineLedger, _ g: Int64, status: UInt16 = 202) {
+        l.take(FrontDoorAnswer(index: g, status: status, answeredAt: 1_000_000_000 + UInt64(g) * 1000 + 500))
+    }
+
+    func push(_ l: PipelineLedger, _ g: Int64, status: UInt16 = 200, after us: UInt64 = 2000, route: UInt8 = 0) {
+        l.take(PushArrival(index: g, arrivedAt: 1_000_000_000 + UInt64(max(g, 0)) * 1000 + us * 1000, route: route, status: status))
+    }
+
+    @Test func everyPushOfEveryRequestDelivered() {
+        let l = ledger(fanOut: 3)
+        for g in Int64(0)..<100 {
+            accept(l, g)
+            for _ in 0..<3 { push(l, g) }
+        }
+        l.finish(at: 2_000_000_000)
+        #expect(l.counts.expected == 300 && l.counts.delivered == 300 && l.counts.lost == 0)
+        #expect(l.counts.duplicated == 0 && l.counts.unexpected == 0)
+        // Only measured requests' pushes are in the histogram, each 2 ms after its intended time.
+        #expect(l.endToEnd.totalCount == 270)
+        #expect(abs(l.endToEnd.valueAtPercentile(50) - 2000) <= 2)
+    }
+
+    @Test func aPushBeforeItsAnswerCountsTheSame() {
+        let l = ledger()
+        push(l, 20)
+        #expect(l.counts.delivered == 1 && l.counts.expected == 0)
+        accept(l, 20)
+        l.finish(at: 2_000_000_000)
+        #expect(l.counts.expected == 1 && l.counts.delivered == 1 && l.counts.lost == 0 && l.counts.inFlight == 0)
+    }
+
+    @Test func missingPushesAreLostWhenTheRecordCloses() {
+        let l = ledger(fanOut: 2)
+        for g in Int64(0)..<10 { accept(l, g) }
+        push(l, 3)
+        #expect(l.counts.inFlight == 19)
+        l.finish(at: 2_000_000_000)
+        #expect(l.counts.expected == 20 && l.counts.delivered == 1 && l.counts.lost == 19 && l.counts.inFlight == 0)
+    }
+
+    @Test func aRecordClosesWhenItsSlotIsNeededAgainAndALatePushIsUnexpected() {
+        let l = ledger(capacity: 1024)
+        accept(l, 5)
+        accept(l, 5 + 1024)  // the same slot, a capacity later: request 5 is closed, its push lost
+        #expect(l.counts.lost == 1)
+        push(l, 5)
+        #expect(l.counts.unknownRequest == 1 && l.counts.delivered == 0)
+    }
+
+    @Test func aResendAfterAGatewayRefusalIsARetryNotADuplicate() {
+        let l = ledger()
+        accept(l, 30)
+        push(l, 30, status: 500)
+        push(l, 30, status: 429)
+        push(l, 30, status: 200)
+        l.finish(at: 2_000_000_000)
+        #expect(l.counts.retried == 2 && l.counts.refusedByGateway == 2)
+        #expect(l.counts.delivered == 1 && l.counts.duplicated == 0 && l.counts.lost == 0)
+    }
+
+    @Test func aResendAfterASuccessIsADuplicate() {
+        let l = ledger(fanOut: 2)
+        accept(l, 30)
+        for _ in 0..<3 { push(l, 30) }
+        push(l, 30, status: 410)  // a final answer too: the service sent a fourth push
+        l.finish(at: 2_000_000_000)
+        #expect(l.counts.delivered == 2 && l.counts.duplicated == 2 && l.counts.retried == 0)
+    }
+
+    @Test func pushesWithoutAnExpectedRequestAreUnexpected() {
+        let l = ledger()
+        push(l, PushArrival.noID)
+        push(l, PushArrival.foreignID)
+        accept(l, 40, status: 503)
+        push(l, 40)
+        push(l, 41)
+        accept(l, 41, status: 400)  // refused after its push arrived: not expected after all
+        l.finish(at: 2_000_000_000)
+        #expect(l.counts.noID == 1 && l.counts.otherRun == 1 && l.counts.refusedRequest == 2)
+        #expect(l.counts.unexpected == 4 && l.counts.expected == 0 && l.counts.delivered == 0 && l.counts.lost == 0)
+    }
+
+    @Test func pushesOfAnUnansweredRequestMakeItExpected() {
+        let l = ledger(fanOut: 3)
+        push(l, 50)  // the front door never answered (cut off), but the service sent a push
+        l.finish(at: 2_000_000_000)
+        #expect(l.counts.expected == 3 && l.counts.delivered == 1 && l.counts.lost == 2)
+    }
+
+    @Test func theTimelineCountsEachSecondAndTheBacklog() {
+        let l = PipelineLedger(fanOut: 1, capacity: 4096, measuredFrom: 1_000_000_000, firstMeasured: 0) { g in
+            1_000_000_000 + UInt64(g) * 1_000_000
+        }
+        // 2,000 requests at 1 per ms; the service stalls in the second second: nothing arrives there.
+        for g in Int64(0)..<2000 {
+            l.take(FrontDoorAnswer(index: g, status: 202, answeredAt: 1_000_000_000 + UInt64(g) * 1_000_000 + 100_000))
+            if g < 1000 { l.take(PushArrival(index: g, arrivedAt: 1_000_000_000 + UInt64(g) * 1_000_000 + 200_000, route: 1, status: 200)) }
+        }
+        for g in Int64(1000)..<2000 {
+            l.take(PushArrival(index: g, arrivedAt: 3_000_000_000 + UInt64(g - 1000) * 100_000, route: 0, status: 200))
+        }
+        l.finish(at: 3_200_000_000)
+        let s = l.takeSeconds()
+        #expect(s.count == 3)
+        #expect(s[0].frontDoor == 1000 && s[0].fcm == 1000 && s[0].backlog == 0)
+        #expect(s[1].frontDoor == 1000 && s[1].fcm == 0 && s[1].apns == 0 && s[1].backlog == 1000)
+        #expect(s[2].apns == 1000 && s[2].backlog == 0)
+        #expect(s[2].p99 > 900_000)  // the stall is in the tail of the second the pushes arrived
+        #expect(l.counts.delivered == 2000 && l.counts.lost == 0)
+    }
+}
