@@ -22,6 +22,9 @@ public final class PipelineLedger {
         public var expected: Int64 = 0
         /// Expected pushes that arrived and were answered with a final status.
         public var delivered: Int64 = 0
+        /// Of ``delivered``, those the gateway answered with a 4xx other than 429 (BadDeviceToken,
+        /// Unregistered, a wrong provider token, ...): they reached APNs or FCM and were refused there.
+        public var rejected: Int64 = 0
         /// Expected pushes that never arrived (counted when the request's record closes).
         public var lost: Int64 = 0
         /// Pushes for a request beyond its fan-out, after final answers.
@@ -80,8 +83,14 @@ public final class PipelineLedger {
     public let fanOut: Int
     /// Requests tracked at once (a power of two).
     public let capacity: Int
-    /// The totals so far.
-    public private(set) var counts = Counts()
+    /// The totals so far of the measured requests (and of the pushes that name no request).
+    public var counts: Counts { books[1] }
+    /// The totals so far of the warm-up's requests: matched like the others, kept apart.
+    public var warmup: Counts { books[0] }
+    /// Expected pushes still open, warm-up included: nothing is left to wait for at 0.
+    public var inFlight: Int64 { books[0].inFlight + books[1].inFlight }
+    /// Warm-up's and measured books.
+    private var books = [Counts(), Counts()]
     /// End-to-end latency (µs) of every delivered push of a measured request.
     public let endToEnd = HdrHistogram.latencyMicroseconds()
     /// The closed seconds (the caller may take them with ``takeSeconds()``).
@@ -130,16 +139,20 @@ public final class PipelineLedger {
         return r
     }
 
+    /// Which books request `g` is kept in: 0 the warm-up's, 1 the measured.
+    @inline(__always) private func book(_ g: Int64) -> Int { g >= firstMeasured ? 1 : 0 }
+
     private func close(_ r: UnsafeMutablePointer<Record>) {
+        let b = book(r.pointee.index)
         let n = Int64(fanOut)
         let delivered = Int64(min(Int(r.pointee.finals), fanOut))
         switch r.pointee.answer {
         case 1:
-            counts.lost += n - delivered
+            books[b].lost += n - delivered
         case 0 where delivered > 0:
             // No front-door answer (cut off), but the service sent pushes: it took the request.
-            counts.expected += n
-            counts.lost += n - delivered
+            books[b].expected += n
+            books[b].lost += n - delivered
         default:
             break
         }
@@ -154,12 +167,13 @@ public final class PipelineLedger {
         let accepted = answer.status >= 200 && answer.status < 300
         r.pointee.answer = accepted ? 1 : 2
         let delivered = Int64(min(Int(r.pointee.finals), fanOut))
+        let b = book(answer.index)
         if accepted {
-            counts.expected += Int64(fanOut)
+            books[b].expected += Int64(fanOut)
         } else if delivered > 0 {
             // Pushes of a refused request came first: they were not expected after all.
-            counts.delivered -= delivered
-            counts.refusedRequest += delivered
+            books[b].delivered -= delivered
+            books[b].refusedRequest += delivered
         }
     }
 
@@ -167,34 +181,36 @@ public final class PipelineLedger {
     public func take(_ push: PushArrival) {
         advance(to: push.arrivedAt)
         let inSecond: Int64 = push.arrivedAt >= measuredFrom ? 1 : 0
-        if push.route == 1 { counts.fcm += 1; current.fcm += inSecond } else { counts.apns += 1; current.apns += inSecond }
+        let b = push.index >= 0 ? book(push.index) : 1
+        if push.route == 1 { books[b].fcm += 1; current.fcm += inSecond } else { books[b].apns += 1; current.apns += inSecond }
         guard push.index >= 0 else {
-            if push.index == PushArrival.foreignID { counts.otherRun += 1 } else { counts.noID += 1 }
+            if push.index == PushArrival.foreignID { books[b].otherRun += 1 } else { books[b].noID += 1 }
             return
         }
         guard let r = record(push.index) else {
-            counts.unknownRequest += 1
+            books[b].unknownRequest += 1
             return
         }
         if r.pointee.pendingRetries > 0 {
-            counts.retried += 1
+            books[b].retried += 1
             r.pointee.pendingRetries -= 1
         }
         if push.isRetryable {
-            counts.refusedByGateway += 1
+            books[b].refusedByGateway += 1
             r.pointee.pendingRetries &+= 1
             return
         }
         if Int(r.pointee.finals) >= fanOut {
-            counts.duplicated += 1
+            books[b].duplicated += 1
             return
         }
         r.pointee.finals += 1
         if r.pointee.answer == 2 {
-            counts.refusedRequest += 1
+            books[b].refusedRequest += 1
             return
         }
-        counts.delivered += 1
+        books[b].delivered += 1
+        if push.status >= 400 { books[b].rejected += 1 }
         if push.index >= firstMeasured {
             let start = intended(push.index)
             let us = Int64(push.arrivedAt > start ? (push.arrivedAt - start) / 1000 : 0)
@@ -211,7 +227,7 @@ public final class PipelineLedger {
     }
 
     private func closeSecond() {
-        current.backlog = counts.inFlight
+        current.backlog = inFlight
         if secondHistogram.totalCount > 0 {
             current.p50 = secondHistogram.valueAtPercentile(50)
             current.p99 = secondHistogram.valueAtPercentile(99)
@@ -232,7 +248,8 @@ public final class PipelineLedger {
     public func finish(at now: UInt64) {
         advance(to: now)
         for i in 0..<capacity where records[i].index >= 0 { close(records + i) }
-        closeSecond()
+        // The open second, unless nothing happened in it (the run ended on a second's boundary).
+        if current.frontDoor + current.apns + current.fcm > 0 || secondHistogram.totalCount > 0 || seconds.isEmpty { closeSecond() }
     }
 
 }

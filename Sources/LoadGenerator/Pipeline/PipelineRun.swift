@@ -85,7 +85,7 @@ public final class PipelineRun {
     public func drain(t0: UInt64, deadline: UInt64, shouldStop: () -> Bool) -> Bool {
         while true {
             poll(t0: t0)
-            if let ledger, ledger.counts.inFlight == 0 { return true }
+            if let ledger, ledger.inFlight == 0 { return true }
             if MonotonicClock.nanoseconds() >= deadline || shouldStop() { return false }
             usleep(20_000)
         }

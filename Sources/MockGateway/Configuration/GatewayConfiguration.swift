@@ -75,6 +75,9 @@ public struct GatewayConfiguration: Equatable, Sendable {
     /// A pipeline run's correlator: every push answered is matched to its request and queued for the
     /// run (nil: no matching).
     public var correlator: PushCorrelator?
+    /// `--correlate-prefix`: a standalone gateway finds this pipeline run's ids (`pb-XXXX-`) in every push
+    /// and counts them, as `pushbench pipeline`'s egress does (the gateway command makes the correlator).
+    public var correlatePrefix: String?
     /// APNs authentication: provider tokens or client certificates (Auth/APNsAuthConfiguration.swift).
     public var auth = APNsAuthConfiguration()
 

@@ -38,6 +38,16 @@ extension GatewayConfiguration {
             .value("--threads", "N", \.threads, default: "1", help: "event loops sharing the port") { text, name throws(UsageError) in
                 try ValueParser.integer(text, option: name, range: 1...64)
             },
+            .value("--correlate-prefix", "PREFIX", \.correlatePrefix,
+                   help: "find a pipeline run's correlation ids (PREFIX: pb-, 4 hex digits, -) in every push, as pushbench pipeline's egress does, and print the counts at exit: for measuring what matching costs") {
+                text, name throws(UsageError) in
+                let b = Array(text.utf8)
+                let hex = { (c: UInt8) in (c >= 48 && c <= 57) || (c >= 97 && c <= 102) }
+                guard b.count == 8, text.hasPrefix("pb-"), b[3...6].allSatisfy(hex), b[7] == UInt8(ascii: "-") else {
+                    throw UsageError("\(name): '\(text)' is not a correlation prefix (pb-, four lower-case hex digits, -: pb-7f3a-)")
+                }
+                return text
+            },
             .value("--seed", "N", \.givenSeed,
                    help: "seed of the random behaviours (1 without it) and of the generated apns-ids and FCM message ids (random per start without it)") {
                 text, name throws(UsageError) in

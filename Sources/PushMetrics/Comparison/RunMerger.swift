@@ -182,8 +182,21 @@ public enum RunMerger {
                 seen[run.runID] = p
             }
         }
-        let record = try merge(runs, label: label, segments: segments)
+        var record = try merge(runs, label: label, segments: segments)
+        let t0 = runs.map { $0.record.startedAt.timeIntervalSince1970 }.min() ?? 0
+        let shifts = runs.map { Int(($0.record.startedAt.timeIntervalSince1970 - t0).rounded()) }
+        let pipeline = try PipelineMerge.merge(runs, shifts: shifts, startTime: record.startedAt.timeIntervalSince1970)
+        if let pipeline { record.extra.append(("pipeline", pipeline.section)) }
         try ResultsWriter.writeFolder(record, runID: ResultsWriter.runID(startedAt: record.startedAt, label: label), to: out)
+        if let pipeline {
+            try ResultsWriter.save(pipeline.endToEnd.percentileDistribution(outputValueUnitScalingRatio: 1000),
+                                   out.appendingPathComponent(PipelineMerge.File.hgrm))
+            try ResultsWriter.save(pipeline.hlog, out.appendingPathComponent(PipelineMerge.File.hlog))
+            try ResultsWriter.save(pipeline.csv, out.appendingPathComponent(PipelineMerge.File.csv))
+            try ResultsWriter.save(PipelineChart.svg(endToEnd: pipeline.endToEnd, frontDoor: record.latency, title: "pushbench pipeline (merged)",
+                                                     subtitle: "\(runs.count) agents"),
+                                   out.appendingPathComponent(PipelineMerge.File.chart))
+        }
         return Outcome(folder: out, gaps: gaps(runs), segments: segments)
     }
 }

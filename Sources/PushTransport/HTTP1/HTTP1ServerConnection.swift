@@ -32,50 +32,50 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     public var server: HTTP2Server? { detached ? nil : owner }
     var transport: ByteTransport?
     final var flushScheduled = false
-    private var parser: HTTP1Parser!
-    private let maxBodySize: Int
-    private let requestTimeoutMs: UInt64
-    private let maxBodyMemory: Int
-    private let writeTimeoutNanos: UInt64
+    var parser: HTTP1Parser!
+    let maxBodySize: Int
+    let requestTimeoutMs: UInt64
+    let maxBodyMemory: Int
+    let writeTimeoutNanos: UInt64
     /// Body bytes of the current request counted in the server's `bodyBytesHeld`.
-    private var bodyBytesCounted = 0
-    private let dates: HTTPDateCache
+    var bodyBytesCounted = 0
+    let dates: HTTPDateCache
 
     // The request being read: its target and header fields in one store, the body in another.
-    private var fields = HTTP1HeaderCollector()
-    private var body = ByteStore(capacity: 1024)
-    private var urlOffset = 0
-    private var urlLength = 0
-    private var inMessage = false
-    private var messageComplete = false
-    private var expectsContinue = false
-    private var rejectStatus = 0
-    private var keepAlive = true
+    var fields = HTTP1HeaderCollector()
+    var body = ByteStore(capacity: 1024)
+    var urlOffset = 0
+    var urlLength = 0
+    var inMessage = false
+    var messageComplete = false
+    var expectsContinue = false
+    var rejectStatus = 0
+    var keepAlive = true
     /// Requests begun on this connection.
-    private var sequence: UInt64 = 0
+    var sequence: UInt64 = 0
     /// The request waiting for its answer (0: none).
-    private var awaiting: UInt64 = 0
+    var awaiting: UInt64 = 0
     /// Inside the delegate's `didReceive`: an answer given there must not re-enter the parser.
-    private var delivering = false
+    var delivering = false
     /// Bytes received while a request waits for its answer (a pipelining client), parsed afterwards.
-    private var pending = ByteQueue()
+    var pending = ByteQueue()
 
     // Output: buffers[0] is what the transport writes (or will at the end of the turn); answers given
     // while a write is pending go to buffers[1]. Manually allocated, so `output` is a plain pointer.
-    private let buffers: UnsafeMutablePointer<ByteStore>
-    private let iov: UnsafeMutablePointer<uv_buf_t>
-    private var writePending = false
+    let buffers: UnsafeMutablePointer<ByteStore>
+    let iov: UnsafeMutablePointer<uv_buf_t>
+    var writePending = false
     /// When the pending write began (monotonic ns), for the write timeout.
-    private var writePendingSince: UInt64 = 0
+    var writePendingSince: UInt64 = 0
     /// Reading and parsing stopped: more than `outputLimit` bytes of answers wait to be written.
-    private var outputPaused = false
+    var outputPaused = false
     /// Close once the output is written (`Connection: close` was sent, or a protocol refusal).
-    private var closeAfterWrite = false
+    var closeAfterWrite = false
     /// The output is written and the connection only drops input until it closes.
-    private var lingering = false
+    var lingering = false
     /// Answer the current request with `Connection: close` (graceful shutdown).
-    private var closeRequested = false
-    private var timer: LoopTimer?
+    var closeRequested = false
+    var timer: LoopTimer?
     private(set) var isClosed = false
 
     /// Input kept while a request waits for its answer, at most: past it the client is not reading what it
@@ -126,12 +126,12 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     // MARK: parser callbacks
 
     @inline(__always)
-    private static func with<R>(_ p: UnsafeMutablePointer<http_parser>?, _ body: (HTTP1ServerConnection) -> R) -> R {
+    static func with<R>(_ p: UnsafeMutablePointer<http_parser>?, _ body: (HTTP1ServerConnection) -> R) -> R {
         Unmanaged<HTTP1ServerConnection>.fromOpaque(pb_hp_data(p!)!)._withUnsafeGuaranteedRef(body)
     }
 
     // Written once here and only read after: nonisolated(unsafe) is safe.
-    nonisolated(unsafe) private static let settings: UnsafeMutablePointer<http_parser_settings> = {
+    nonisolated(unsafe) static let settings: UnsafeMutablePointer<http_parser_settings> = {
         let s = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
         http_parser_settings_init(s)
         s.pointee.on_message_begin = { p in with(p) { $0.messageBegan() } }
@@ -144,7 +144,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         return s
     }()
 
-    private func messageBegan() -> Int32 {
+    func messageBegan() -> Int32 {
         fields.reset()
         releaseBody()
         urlOffset = 0
@@ -155,7 +155,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         return 0
     }
 
-    private func urlBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
+    func urlBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
         // The target goes in the fields' store, before the first field.
         if urlLength == 0 { urlOffset = fields.store.count }
         fields.store.append(at, n)
@@ -163,17 +163,17 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         return 0
     }
 
-    private func fieldBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
+    func fieldBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
         fields.name(at, n)
         return 0
     }
 
-    private func valueBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
+    func valueBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
         fields.value(at, n)
         return 0
     }
 
-    private func headersComplete() -> Int32 {
+    func headersComplete() -> Int32 {
         let p = parser.parser
         let hasBody = pb_hp_is_chunked(p) != 0 || (pb_hp_has_content_length(p) != 0 && pb_hp_content_length(p) > 0)
         if pb_hp_has_content_length(p) != 0 && pb_hp_content_length(p) > UInt64(maxBodySize) {
@@ -190,7 +190,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         return 0
     }
 
-    private func bodyBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
+    func bodyBytes(_ at: UnsafePointer<CChar>, _ n: Int) -> Int32 {
         if body.count + n > maxBodySize { return bodyTooLarge() }
         if !detached {
             if owner.bodyBytesHeld + n > maxBodyMemory {
@@ -206,7 +206,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
 
     /// Empties the body store: its bytes leave the server's `bodyBytesHeld`, and a store an unusually
     /// large body grew is given back (an idle keep-alive connection keeps no 64 KiB for good).
-    private func releaseBody() {
+    func releaseBody() {
         if bodyBytesCounted > 0 {
             if !detached { owner.bodyBytesHeld -= bodyBytesCounted }
             bodyBytesCounted = 0
@@ -218,7 +218,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     /// Body store capacity kept between requests.
     static let keptBodyBytes = 16 * 1024
 
-    private func messageDone() -> Int32 {
+    func messageDone() -> Int32 {
         inMessage = false
         messageComplete = true
         keepAlive = http_should_keep_alive(parser.parser) != 0
@@ -228,25 +228,25 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
 
     /// The body passes the server's `maxRequestBodySize`, the bound HTTP/2 bodies have too: answered 413
     /// (HTTP/1.1 has no stream to reset) and reported as that bound.
-    private func bodyTooLarge() -> Int32 {
+    func bodyTooLarge() -> Int32 {
         if !detached { owner.delegate?.server(owner, connection: nil, didEnforce: .requestBodySize) }
         return reject(413)
     }
 
     /// Stops the parser with `status` to answer (the request cannot be served).
-    private func reject(_ status: Int) -> Int32 {
+    func reject(_ status: Int) -> Int32 {
         rejectStatus = status
         http_parser_pause(parser.parser, 1)
         return 0
     }
 
-    private var headers: HTTP2HeaderList { fields.list }
+    var headers: HTTP2HeaderList { fields.list }
 
     // MARK: input
 
     /// Parses `n` bytes at `p` until a request waits for its answer or the connection is closing; returns
     /// how many were consumed.
-    private func drive(_ p: UnsafeRawPointer, _ n: Int) -> Int {
+    func drive(_ p: UnsafeRawPointer, _ n: Int) -> Int {
         var off = 0
         while off < n && awaiting == 0 && !outputPaused && !closeAfterWrite && !isClosed {
             let parsed = http_parser_execute(parser.parser, HTTP1ServerConnection.settings,
@@ -274,7 +274,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         return off
     }
 
-    private func deliver() {
+    func deliver() {
         stopTimer()
         awaiting = sequence
         owner.requestsReceived &+= 1
@@ -315,7 +315,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     }
 
     /// Parses input held while a request waited for its answer.
-    private func resumeInput() {
+    func resumeInput() {
         while pending.count > 0 && awaiting == 0 && !outputPaused && !closeAfterWrite && !isClosed {
             let held = pending.bytes
             let used = drive(held.baseAddress!, held.count)
@@ -333,7 +333,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     }
 
     /// buffers[0] went out: what waits in buffers[1] goes next.
-    private func wrote() {
+    func wrote() {
         buffers[0].count = 0
         if buffers[1].count > 0 {
             swap(&buffers[0], &buffers[1])
@@ -346,18 +346,18 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
     }
 
     /// Answers waiting to be written, in bytes.
-    private var unsentBytes: Int { buffers[0].count + buffers[1].count }
+    var unsentBytes: Int { buffers[0].count + buffers[1].count }
 
     /// Back-pressure: the client asks faster than it reads its answers (or reads none), so nothing more
     /// is read or parsed until they drain; the write timeout closes a client that never reads.
-    private func pauseIfOutputFull() {
+    func pauseIfOutputFull() {
         guard !outputPaused, !isClosed, unsentBytes > Self.outputLimit else { return }
         outputPaused = true
         transport?.stopReading()
         if !detached { owner.delegate?.server(owner, connection: nil, didEnforce: .outboundQueue) }
     }
 
-    private func resumeAfterOutput() {
+    func resumeAfterOutput() {
         guard outputPaused, !isClosed else { return }
         outputPaused = false
         transport?.startReading()
@@ -381,158 +381,28 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
 
     // MARK: timers
 
-    private func armTimerIfMidRequest() {
+    func armTimerIfMidRequest() {
         guard inMessage, requestTimeoutMs > 0, !isClosed, !closeAfterWrite else { return }
         let t = timer ?? makeTimer()
         if !t.isActive { t.start(afterMilliseconds: requestTimeoutMs) }
     }
 
-    @inline(__always) private func stopTimer() {
+    @inline(__always) func stopTimer() {
         if let timer, timer.isActive { timer.stop() }
     }
 
-    private func makeTimer() -> LoopTimer {
+    func makeTimer() -> LoopTimer {
         let t = LoopTimer(loop: loop) { [unowned self] in self.timerFired() }
         timer = t
         return t
     }
 
-    private func timerFired() {
+    func timerFired() {
         if lingering {
             close(TransportError(kind: .closedLocally, code: 0, function: "close after answer"))
         } else if inMessage && awaiting == 0 && !closeAfterWrite {
             fail(status: 408, error: nil)
         }
-    }
-
-    // MARK: output
-
-    /// Where output goes now: the buffer the next write takes, or the one after it while a write is pending.
-    private var output: UnsafeMutablePointer<ByteStore> { writePending ? buffers + 1 : buffers }
-
-    /// Appends `name: value\r\n` to the response being written.
-    func appendField(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
-        HTTP1Wire.appendField(&output.pointee, name, value)
-    }
-
-    /// Answers request `sequence`: `status`, header fields added by `headers`, and `body` (copied).
-    ///
-    /// Returns false when the connection closed or that request is not the one waiting (already answered).
-    @discardableResult
-    public func respond(to sequence: UInt64, status: Int, body: UnsafeRawBufferPointer? = nil,
-                        headers: (inout HTTP1ResponseHeaders) -> Void = { _ in }) -> Bool {
-        guard !isClosed, sequence == awaiting, sequence != 0 else { return false }
-        precondition(status >= 200 && status <= 999, "status \(status) is not a final 3-digit HTTP status")
-        let close = !keepAlive || closeRequested
-        writeHead(status, close: close)
-        var h = HTTP1ResponseHeaders(connection: self)
-        headers(&h)
-        Self.finishHead(&output.pointee, body?.count ?? 0, body)
-        awaiting = 0
-        releaseBody()
-        if close { closeAfterWrite = true }
-        scheduleFlush()
-        pauseIfOutputFull()
-        if !delivering && !closeAfterWrite { resumeInput() }
-        return true
-    }
-
-    /// Like `respond(to:status:body:headers:)`; the body is copied as well (HTTP/1.1 answers go out as
-    /// one buffer), the name says the caller's bytes may be static.
-    @discardableResult
-    public func respond(to sequence: UInt64, status: Int, borrowingBody body: UnsafeRawBufferPointer,
-                        headers: (inout HTTP1ResponseHeaders) -> Void = { _ in }) -> Bool {
-        respond(to: sequence, status: status, body: body, headers: headers)
-    }
-
-    /// Answers request `sequence` as an HTTP/2-only server answers HTTP/1.1 (APNs does this): its SETTINGS
-    /// frame, then GOAWAY(PROTOCOL_ERROR, last stream 0, `debugData`), then the connection closes. An
-    /// HTTP/1.1 client reads binary frames where it expected a status line.
-    @discardableResult
-    public func refuseAsHTTP2Only(_ sequence: UInt64, settings: [(id: UInt16, value: UInt32)],
-                                  debugData: UnsafeRawBufferPointer) -> Bool {
-        guard !isClosed, sequence == awaiting, sequence != 0 else { return false }
-        HTTP1Wire.appendHTTP2Refusal(&output.pointee, settings: settings, debugData: debugData)
-        awaiting = 0
-        releaseBody()
-        closeAfterWrite = true
-        scheduleFlush()
-        return true
-    }
-
-    private func writeHead(_ status: Int, close: Bool) {
-        let o = output
-        HTTP1Wire.appendStatusLine(&o.pointee, status)
-        HTTP1Wire.append(&o.pointee, "Date: ")
-        let d = dates.current()
-        o.pointee.append(d.baseAddress, d.count)
-        HTTP1Wire.append(&o.pointee, "\r\n")
-        if close { HTTP1Wire.append(&o.pointee, "Connection: close\r\n") }
-    }
-
-    private static func finishHead(_ o: inout ByteStore, _ count: Int, _ body: UnsafeRawBufferPointer?) {
-        HTTP1Wire.append(&o, "Content-Length: ")
-        HTTP1Wire.appendDecimal(&o, count)
-        HTTP1Wire.append(&o, "\r\n\r\n")
-        if count > 0, let body { o.append(body.baseAddress, count) }
-    }
-
-    /// Answers the request being read with `status` and a short text body, then closes (after lingering).
-    private func fail(status: Int, error: UInt32?) {
-        stopTimer()
-        inMessage = false
-        awaiting = 0
-        pending.removeAll()
-        releaseBody()
-        writeHead(status, close: true)
-        let what: String
-        if let error { what = String(cString: http_errno_description(http_errno(error))) } else {
-            switch status {
-            case 408: what = "the request was not received in time"
-            case 413: what = "the request body is over \(maxBodySize) bytes"
-            case 417: what = "only 'Expect: 100-continue' is supported"
-            case 503: what = "the server holds as many request bodies as it may; try again later"
-            default: what = "malformed request"
-            }
-        }
-        let text = "\(String(cString: http_status_str(http_status(UInt32(status)))!)): \(what)\n"
-        var t = text
-        let o = output
-        if status == 503 { HTTP1Wire.append(&o.pointee, "Retry-After: 1\r\n") }
-        HTTP1Wire.append(&o.pointee, "Content-Type: text/plain\r\n")
-        t.withUTF8 { b in Self.finishHead(&o.pointee, b.count, UnsafeRawBufferPointer(b)) }
-        closeAfterWrite = true
-        scheduleFlush()
-    }
-
-    @inline(__always) func scheduleFlush() {
-        if !isClosed { loop.scheduleFlush(self) }
-    }
-
-    func flush() {
-        guard !writePending, !isClosed, let transport else { return }
-        if buffers[0].count == 0 {
-            afterOutputWritten()
-            return
-        }
-        iov.pointee = uv_buf_t(base: buffers[0].base.assumingMemoryBound(to: CChar.self), len: buffers[0].count)
-        switch transport.write(iov, count: 1) {
-        case .complete:
-            wrote()
-        case .pending:
-            writePending = true
-            writePendingSince = loop.now
-        case .failed:
-            break
-        }
-    }
-
-    private func afterOutputWritten() {
-        guard closeAfterWrite, !lingering, !isClosed else { return }
-        lingering = true
-        transport?.shutdownWrite()
-        let t = timer ?? makeTimer()
-        t.start(afterMilliseconds: Self.lingerMilliseconds)
     }
 
     // MARK: closing
@@ -552,7 +422,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         close(TransportError(kind: .closedLocally, code: 0, function: "close"))
     }
 
-    private func close(_ error: TransportError) {
+    func close(_ error: TransportError) {
         if isClosed { return }
         isClosed = true
         let t = transport
@@ -562,7 +432,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         didClose(error)
     }
 
-    private func didClose(_ error: TransportError) {
+    func didClose(_ error: TransportError) {
         timer = nil
         awaiting = 0
         writePending = false

@@ -7,7 +7,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
     // Unretained: no refcount check per callback; the server detaches its connections in its deinit
     // (and on close) before it goes away, and `detached` guards every use after that. The per-request
     // paths go through `withOwner`, which costs no retain and release either.
-    private let ownerRef: Unmanaged<HTTP2Server>
+    let ownerRef: Unmanaged<HTTP2Server>
     var owner: HTTP2Server { ownerRef.takeUnretainedValue() }
     var detached = false
     /// The server that accepted it (nil once the server is gone).
@@ -23,14 +23,14 @@ public final class HTTP2ServerConnection: HTTP2Session {
     public private(set) var contextRef: Unmanaged<AnyObject>?
     /// See ``HTTP2ResponseHeaders/addUnique(_:_:)``.
     var uniqueNameIndexed = false
-    private var slots: StreamSlotPool<ServerSlot>
+    var slots: StreamSlotPool<ServerSlot>
     /// The slot of the HEADERS block being received (saves a stream lookup per header field).
-    private var headerSlot: UnsafeMutablePointer<ServerSlot>?
-    private var headerStreamID: Int32 = 0
-    private var peerSettingsSeen = false
+    var headerSlot: UnsafeMutablePointer<ServerSlot>?
+    var headerStreamID: Int32 = 0
+    var peerSettingsSeen = false
     /// The client's recent streams it closed its side of, for STREAM_CLOSED on late frames (nghttp2 keeps
     /// no records of closed streams here: see PeerClosedStreams).
-    private var peerClosed = PeerClosedStreams()
+    var peerClosed = PeerClosedStreams()
     /// A frame on a closed stream was found: GOAWAY(STREAM_CLOSED) is on its way and input is dropped.
     var closedStreamViolated = false
     /// What the TLS handshake settled (version, cipher, ALPN, SNI, the client's certificate and whether
@@ -46,25 +46,25 @@ public final class HTTP2ServerConnection: HTTP2Session {
     /// Streams with a slot (open, or closed with their last bytes still being written).
     private(set) var openStreams = 0
     /// Requests begun and not yet settled (delivered, refused or reset): the request timeout looks at these.
-    private var incompleteRequests = 0
+    var incompleteRequests = 0
     /// When the connection was accepted, and when a stream last began or ended (idle timeout).
-    private let openedAt: UInt64
-    private var lastStreamActivity: UInt64
-    private var idleGoAwaySent = false
+    let openedAt: UInt64
+    var lastStreamActivity: UInt64
+    var idleGoAwaySent = false
     /// Frames that carry no request, counted in windows of about a second.
-    private var controlFrames = 0
-    private var controlWindowStart: UInt64 = 0
+    var controlFrames = 0
+    var controlWindowStart: UInt64 = 0
     /// Reading is paused until the queued frames drain (a client that does not read).
-    private var readPaused = false
+    var readPaused = false
     /// The last GOAWAY sent was a graceful one (NO_ERROR, not a termination for a limit or an error).
     var gracefulGoAway = false
     /// Since when (monotonic ns) the connection has ended its sending side after a graceful GOAWAY and
     /// drops what the client still sends, waiting for its close (0: not lingering).
-    private var lingeringSince: UInt64 = 0
+    var lingeringSince: UInt64 = 0
     /// Position in the server's sweep list (-1: not in it).
     var sweepIndex = -1
     /// The TLS layer's record buffers were given back since the last stream (see `sweep`).
-    private var tlsBuffersReleased = false
+    var tlsBuffersReleased = false
 
     init(server: HTTP2Server, id: UInt64, transport: ByteTransport) {
         ownerRef = .passUnretained(server)
@@ -127,7 +127,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         }
     }
 
-    @inline(__always) private func withOwner<R>(_ body: (HTTP2Server) -> R) -> R {
+    @inline(__always) func withOwner<R>(_ body: (HTTP2Server) -> R) -> R {
         ownerRef._withUnsafeGuaranteedRef(body)
     }
 
@@ -136,7 +136,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         return nghttp2_session_get_stream_user_data(session, streamID)?.assumingMemoryBound(to: ServerSlot.self)
     }
 
-    private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+    func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         if pb_frame_type(frame) != UInt8(NGHTTP2_HEADERS.rawValue)
             || pb_frame_headers_category(frame) != NGHTTP2_HCAT_REQUEST { return 0 }
         let s = slots.acquire { ServerSlot() }
@@ -153,7 +153,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         return 0
     }
 
-    private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
+    func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
                         _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
         // A request refused already (its header list over the limit: 431 at its end) is not judged
         // further: an HPACK bomb's thousands of fields cost nothing more once the limit is passed.
@@ -192,7 +192,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
                                    valueOffset: Int32(vo), valueLength: Int32(valuelen)))
     }
 
-    private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
+    func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) -> Int32 {
         guard let s = slot(for: streamID), s.pointee.rejection == .none else { return 0 }
         if !RequestMessageRules.data(&s.pointee.message, len) {
             // More body than its content-length said (RFC 9113 §8.1.1).
@@ -217,7 +217,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         return 0
     }
 
-    private func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+    func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
         let type = UInt32(pb_frame_type(frame))
         let flags = pb_frame_flags(frame)
         switch type {
@@ -265,7 +265,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         }
     }
 
-    private func deliver(_ s: UnsafeMutablePointer<ServerSlot>) {
+    func deliver(_ s: UnsafeMutablePointer<ServerSlot>) {
         headerSlot = nil
         headerStreamID = 0
         guard s.pointee.rejection == .none, !s.pointee.settled else { return }
@@ -287,7 +287,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         }
     }
 
-    private func streamClosed(_ streamID: Int32, _ code: UInt32) {
+    func streamClosed(_ streamID: Int32, _ code: UInt32) {
         guard let s = slot(for: streamID) else { return }
         if s == headerSlot { headerSlot = nil; headerStreamID = 0 }
         nghttp2_session_set_stream_user_data(session, streamID, nil)
@@ -304,7 +304,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     /// Returns a slot to the pool: what it held leaves the budgets, and stores an unusually large request
     /// grew are given back.
-    @inline(__always) private func freeSlot(_ s: UnsafeMutablePointer<ServerSlot>) {
+    @inline(__always) func freeSlot(_ s: UnsafeMutablePointer<ServerSlot>) {
         guard s.pointee.active else { return }
         settle(s)
         openStreams -= 1
@@ -323,14 +323,14 @@ public final class HTTP2ServerConnection: HTTP2Session {
     }
 
     /// Counts a request out of the incomplete ones (once).
-    @inline(__always) private func settle(_ s: UnsafeMutablePointer<ServerSlot>) {
+    @inline(__always) func settle(_ s: UnsafeMutablePointer<ServerSlot>) {
         if s.pointee.settled { return }
         s.pointee.settled = true
         incompleteRequests -= 1
     }
 
     /// Resets a request with RST_STREAM(`code`); whatever else arrives for it is dropped.
-    private func refuse(_ s: UnsafeMutablePointer<ServerSlot>, _ code: UInt32) {
+    func refuse(_ s: UnsafeMutablePointer<ServerSlot>, _ code: UInt32) {
         s.pointee.rejection = .done
         settle(s)
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.pointee.streamID, code)
@@ -338,26 +338,26 @@ public final class HTTP2ServerConnection: HTTP2Session {
     }
 
     /// Resets a request a limit refused.
-    private func reset(_ s: UnsafeMutablePointer<ServerSlot>, _ code: UInt32, _ limit: ServerLimit) {
+    func reset(_ s: UnsafeMutablePointer<ServerSlot>, _ code: UInt32, _ limit: ServerLimit) {
         refuse(s, code)
         report(limit)
     }
 
     /// Resets a malformed request (RFC 9113 §8.1.1) with PROTOCOL_ERROR. A header section at fault is an
     /// invalid frame, as nghttp2 counts it; a body at fault is not.
-    private func malformed(_ s: UnsafeMutablePointer<ServerSlot>, inHeaders: Bool) {
+    func malformed(_ s: UnsafeMutablePointer<ServerSlot>, inHeaders: Bool) {
         refuse(s, NGHTTP2_PROTOCOL_ERROR.rawValue)
         if inHeaders { invalidFrame(NGHTTP2_ERR_HTTP_HEADER.rawValue) }
     }
 
     /// A frame nghttp2 or the request rules rejected: the error is kept, and the frame counts against the
     /// control-frame budget (a stream of frames rejected one by one is a flood like any other).
-    private func invalidFrame(_ code: Int32) {
+    func invalidFrame(_ code: Int32) {
         lastProtocolError = TransportError(kind: .protocolError, code: code, function: "nghttp2_session_mem_recv")
         countControlFrame()
     }
 
-    @inline(__always) private func report(_ limit: ServerLimit) {
+    @inline(__always) func report(_ limit: ServerLimit) {
         if !detached { owner.delegate?.server(owner, connection: self, didEnforce: limit) }
     }
 
@@ -377,7 +377,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     /// GOAWAY(ENHANCE_YOUR_CALM): nghttp2 reads nothing more from the client, sends the GOAWAY and the
     /// connection closes; `closeNow` closes it at once (the client is not reading, so nothing can be sent).
-    private func calm(_ limit: ServerLimit, closeNow: Bool = false) {
+    func calm(_ limit: ServerLimit, closeNow: Bool = false) {
         guard let session, !isClosed else { return }
         gracefulGoAway = false
         report(limit)
@@ -408,7 +408,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     /// DATA or HEADERS on a stream the client had already ended or reset: a connection error of type
     /// STREAM_CLOSED (RFC 9113 §5.1), GOAWAY then close, as nghttp2 answers it while it holds the stream.
-    private func lateFrameOnClosedStream() {
+    func lateFrameOnClosedStream() {
         closedStreamViolated = true
         gracefulGoAway = false
         guard let session, !isClosed else { return }
@@ -423,61 +423,13 @@ public final class HTTP2ServerConnection: HTTP2Session {
         if readPaused { resumeReadingIfDrained() }
     }
 
-    private func resumeReadingIfDrained() {
+    func resumeReadingIfDrained() {
         guard let session, !isClosed, !writePending,
               nghttp2_session_get_outbound_queue_size(session) <= limits.maxOutboundFrames / 2 else { return }
         readPaused = false
         transport?.startReading()
     }
 
-    /// The timeouts, checked by the server's sweep: the handshake, a write the client does not read,
-    /// requests that do not finish, and an idle connection.
-    func sweep(now: UInt64) {
-        if isClosed || session == nil { return }
-        if lingeringSince != 0 {
-            if now &- lingeringSince >= Self.lingerNanoseconds { fail(TransportError(kind: .closedLocally, code: 0, function: "GOAWAY")) }
-            return
-        }
-        if !peerSettingsSeen {
-            if limits.handshakeTimeoutNanos > 0 && now &- openedAt > limits.handshakeTimeoutNanos {
-                report(.handshakeTimeout)
-                close()
-            }
-            return
-        }
-        if writePending && limits.writeTimeoutNanos > 0 && now &- writePendingSince > limits.writeTimeoutNanos {
-            calm(.writeTimeout, closeNow: true)
-            return
-        }
-        if incompleteRequests > 0 && limits.requestTimeoutNanos > 0 {
-            var i = 0
-            while i < slots.count {
-                let s = slots[i]
-                i += 1
-                guard s.pointee.active, !s.pointee.settled, now &- s.pointee.startedAt > limits.requestTimeoutNanos else { continue }
-                if !s.pointee.headersDone {
-                    // A header block that never ends holds the whole connection (nothing else may be sent
-                    // on it until its CONTINUATION arrives): close it.
-                    calm(.requestTimeout)
-                    return
-                }
-                reset(s, NGHTTP2_CANCEL.rawValue, .requestTimeout)
-            }
-        }
-        if openStreams == 0 && !tlsBuffersReleased && !writePending && now &- lastStreamActivity >= Self.idleBufferNanoseconds,
-           let secure = transport as? TLSTransport {
-            // An idle TLS connection holds record buffers it is not using (OpenSSL's two and the
-            // transport's two, about 66 KiB); its next request makes them again.
-            tlsBuffersReleased = true
-            secure.releaseIdleBuffers()
-            withOwner { $0.idleBuffersReleased += 1 }
-        }
-        if openStreams == 0 && !idleGoAwaySent && limits.idleTimeoutNanos > 0 && now &- lastStreamActivity > limits.idleTimeoutNanos {
-            idleGoAwaySent = true
-            report(.idleTimeout)
-            limits.idleGoAwayDebugData.withUnsafeBytes { goAway(errorCode: 0, debugData: $0) }
-        }
-    }
 
     /// After a graceful GOAWAY whose streams are all answered and written: the sending side ends (over
     /// TLS, close_notify, then FIN) and what the client still sends is read and dropped until it closes,

@@ -13,12 +13,7 @@ struct PipelineExecution {
     var options: RunOptions { run.options }
     typealias Failure = RunExecution.Failure
 
-    /// The files a pipeline run adds to the run folder.
-    enum File {
-        static let hgrm = "e2e_latency.hgrm"
-        static let hlog = "e2e_latency.hlog"
-        static let csv = "pipeline.csv"
-    }
+    typealias File = PipelineMerge.File
 
     func execute() -> Int32 {
         do {
@@ -91,7 +86,13 @@ struct PipelineExecution {
             warnings.append("\(measured.overflow) answers or pushes could not be queued for matching (the run's main thread fell behind); the pipeline counts are short by as many")
         }
         let c = measured.counts
-        let nothingArrived = !measured.result.interrupted && c.apns + c.fcm == 0 && measured.result.measured.completed > 0
+        let failures = measured.result.stats.connections.connectFailures
+        if failures > 0 {
+            warnings.append("the front door refused \(failures) connection\(failures == 1 ? "" : "s") during the run: the service stopped accepting them (did it exit?)"
+                            + (c.lost > 0 ? "; \(c.lost) pushes of requests it had accepted never reached the egress" : ""))
+        }
+        let w = measured.warmup
+        let nothingArrived = !measured.result.interrupted && c.apns + c.fcm + w.apns + w.fcm == 0 && measured.result.measured.completed > 0
         if nothingArrived {
             printError("pushbench pipeline: not one push reached the egress at \(egressURL): check that the service sends its pushes there"
                        + (options.pipeline.egressH2C ? "" : " and trusts the egress's CA" + (options.pipeline.certificateOut.map { " (\($0))" } ?? "")))
@@ -106,6 +107,7 @@ struct PipelineExecution {
         var result: LoadResult
         var record: RunRecord
         var counts: PipelineLedger.Counts
+        var warmup: PipelineLedger.Counts
         var endToEnd: HdrHistogram
         var seconds: [PipelineLedger.Second]
         var overflow: Int
@@ -164,8 +166,8 @@ struct PipelineExecution {
             throw Failure(error)
         }
         display.finish()
-        if let ledger = pipeline.ledger, ledger.counts.inFlight > 0, !options.quiet, !options.json {
-            printError("pushbench pipeline: waiting up to \(ProgressDisplay.fixed(options.pipeline.drainSeconds, 1)) s for \(ledger.counts.inFlight) pushes still on their way")
+        if let ledger = pipeline.ledger, ledger.inFlight > 0, !options.quiet, !options.json {
+            printError("pushbench pipeline: waiting up to \(ProgressDisplay.fixed(options.pipeline.drainSeconds, 1)) s for \(ledger.inFlight) pushes still on their way")
         }
         pipeline.drain(t0: result.t0Ns, deadline: MonotonicClock.nanoseconds() + drainNs,
                        shouldStop: { interruptRequested.load(ordering: .relaxed) })
@@ -173,14 +175,16 @@ struct PipelineExecution {
         let counts = pipeline.finish(t0: result.t0Ns)
         var record = run.makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
         let endToEnd = pipeline.ledger!.endToEnd
-        record.extra.append(("pipeline", json(counts, endToEnd: endToEnd, fanOut: template.fanOut, prefix: prefix,
+        let warmup = pipeline.ledger!.warmup
+        record.extra.append(("pipeline", json(counts, warmup: warmup, endToEnd: endToEnd, fanOut: template.fanOut, prefix: prefix,
                                               overflow: pipeline.overflow)))
-        return Measured(result: result, record: record, counts: counts, endToEnd: endToEnd, seconds: pipeline.seconds,
+        return Measured(result: result, record: record, counts: counts, warmup: warmup, endToEnd: endToEnd, seconds: pipeline.seconds,
                         overflow: pipeline.overflow)
     }
 
     /// summary.json's `pipeline` section.
-    func json(_ c: PipelineLedger.Counts, endToEnd: HdrHistogram, fanOut: Int, prefix: [UInt8], overflow: Int) -> JSONValue {
+    func json(_ c: PipelineLedger.Counts, warmup w: PipelineLedger.Counts, endToEnd: HdrHistogram, fanOut: Int, prefix: [UInt8],
+              overflow: Int) -> JSONValue {
         .object([
             ("correlated", .bool(!options.pipeline.noCorrelation)),
             ("id_prefix", .string(String(decoding: prefix, as: UTF8.self))),
@@ -189,6 +193,7 @@ struct PipelineExecution {
             ("drain_s", .double(options.pipeline.drainSeconds)),
             ("expected", .int(c.expected)),
             ("delivered", .int(c.delivered)),
+            ("rejected", .int(c.rejected)),
             ("lost", .int(c.lost)),
             ("in_flight", .int(c.inFlight)),
             ("duplicated", .int(c.duplicated)),
@@ -201,6 +206,10 @@ struct PipelineExecution {
             ])),
             ("by_route", .object([("apns", .object([("received", .int(c.apns))])), ("fcm", .object([("received", .int(c.fcm))]))])),
             ("queue_overflow", .int(Int64(overflow))),
+            ("warmup", .object([
+                ("expected", .int(w.expected)), ("delivered", .int(w.delivered)), ("rejected", .int(w.rejected)), ("lost", .int(w.lost)),
+                ("duplicated", .int(w.duplicated)), ("retried", .int(w.retried)), ("unexpected", .int(w.unexpected)),
+            ])),
             ("end_to_end_latency_us", ResultsWriter.latencyJSON(endToEnd)),
         ])
     }
@@ -210,7 +219,7 @@ struct PipelineExecution {
         try ResultsWriter.save(m.endToEnd.percentileDistribution(outputValueUnitScalingRatio: 1000), folder.appendingPathComponent(File.hgrm))
         let start = m.record.startedAt.timeIntervalSince1970 + options.warmupSeconds
         var log = IntervalLog(startTime: start)
-        var csv = "second,front_door,egress_apns,egress_fcm,backlog,e2e_p50_us,e2e_p99_us\n"
+        var csv = File.csvHeader + "\n"
         for s in m.seconds {
             if let h = s.histogram {
                 log.intervals.append(IntervalLog.Interval(startOffset: Double(s.second), length: 1, histogram: h))
@@ -220,6 +229,10 @@ struct PipelineExecution {
         try ResultsWriter.save(log.render(comment: "pushbench pipeline: end-to-end latency, request intended time to push arrival"),
                                folder.appendingPathComponent(File.hlog))
         try ResultsWriter.save(csv, folder.appendingPathComponent(File.csv))
+        let c = m.counts
+        try ResultsWriter.save(PipelineChart.svg(endToEnd: m.endToEnd, frontDoor: m.record.latency, title: "pushbench pipeline",
+                                                 subtitle: "\(options.target ?? "") - expected \(c.expected), delivered \(c.delivered), lost \(c.lost), duplicated \(c.duplicated)"),
+                               folder.appendingPathComponent(File.chart))
     }
 
     /// The end summary's pipeline lines.
@@ -238,6 +251,12 @@ struct PipelineExecution {
         }
         line("pipeline", "expected \(c.expected)  delivered \(c.delivered)  lost \(c.lost)  duplicated \(c.duplicated)"
              + "  retried \(c.retried)  unexpected \(c.unexpected)")
+        if c.rejected > 0 {
+            line("", "of those delivered, \(c.rejected) were refused by APNs/FCM with a 4xx (bad token, unregistered, bad credentials: see the gateway's by_reason)")
+        }
+        if m.warmup.expected + m.warmup.unexpected > 0 {
+            line("", "warm-up apart: expected \(m.warmup.expected)  delivered \(m.warmup.delivered)  lost \(m.warmup.lost)")
+        }
         if c.unexpected > 0 {
             line("", "unexpected: no id \(c.noID)  another run's id \(c.otherRun)  unknown or closed request \(c.unknownRequest)"
                  + "  for refused requests \(c.refusedRequest)")

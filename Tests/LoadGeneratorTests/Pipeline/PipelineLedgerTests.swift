@@ -26,7 +26,9 @@ import Testing
             for _ in 0..<3 { push(l, g) }
         }
         l.finish(at: 2_000_000_000)
-        #expect(l.counts.expected == 300 && l.counts.delivered == 300 && l.counts.lost == 0)
+        // Requests 0 to 9 are the warm-up: matched, kept apart.
+        #expect(l.counts.expected == 270 && l.counts.delivered == 270 && l.counts.lost == 0)
+        #expect(l.warmup.expected == 30 && l.warmup.delivered == 30 && l.inFlight == 0)
         #expect(l.counts.duplicated == 0 && l.counts.unexpected == 0)
         // Only measured requests' pushes are in the histogram, each 2 ms after its intended time.
         #expect(l.endToEnd.totalCount == 270)
@@ -44,8 +46,8 @@ import Testing
 
     @Test func missingPushesAreLostWhenTheRecordCloses() {
         let l = ledger(fanOut: 2)
-        for g in Int64(0)..<10 { accept(l, g) }
-        push(l, 3)
+        for g in Int64(10)..<20 { accept(l, g) }
+        push(l, 13)
         #expect(l.counts.inFlight == 19)
         l.finish(at: 2_000_000_000)
         #expect(l.counts.expected == 20 && l.counts.delivered == 1 && l.counts.lost == 19 && l.counts.inFlight == 0)
@@ -53,10 +55,10 @@ import Testing
 
     @Test func aRecordClosesWhenItsSlotIsNeededAgainAndALatePushIsUnexpected() {
         let l = ledger(capacity: 1024)
-        accept(l, 5)
-        accept(l, 5 + 1024)  // the same slot, a capacity later: request 5 is closed, its push lost
+        accept(l, 15)
+        accept(l, 15 + 1024)  // the same slot, a capacity later: request 15 is closed, its push lost
         #expect(l.counts.lost == 1)
-        push(l, 5)
+        push(l, 15)
         #expect(l.counts.unknownRequest == 1 && l.counts.delivered == 0)
     }
 
@@ -77,7 +79,16 @@ import Testing
         for _ in 0..<3 { push(l, 30) }
         push(l, 30, status: 410)  // a final answer too: the service sent a fourth push
         l.finish(at: 2_000_000_000)
-        #expect(l.counts.delivered == 2 && l.counts.duplicated == 2 && l.counts.retried == 0)
+        #expect(l.counts.delivered == 2 && l.counts.duplicated == 2 && l.counts.retried == 0 && l.counts.rejected == 0)
+    }
+
+    @Test func aPushRefusedWithA4xxIsDeliveredAndCountedRejected() {
+        let l = ledger(fanOut: 2)
+        accept(l, 30)
+        push(l, 30, status: 410)
+        push(l, 30, status: 200)
+        l.finish(at: 2_000_000_000)
+        #expect(l.counts.delivered == 2 && l.counts.rejected == 1 && l.counts.lost == 0)
     }
 
     @Test func pushesWithoutAnExpectedRequestAreUnexpected() {
