@@ -93,6 +93,9 @@ public final class PipelineLedger {
     private var books = [Counts(), Counts()]
     /// End-to-end latency (µs) of every delivered push of a measured request.
     public let endToEnd = HdrHistogram.latencyMicroseconds()
+    /// Front-door latency (µs, from the intended send time, so corrected for coordinated omission) of
+    /// the measured requests, by the status the front door answered.
+    public private(set) var frontDoorByStatus: [UInt16: HdrHistogram] = [:]
     /// The closed seconds (the caller may take them with ``takeSeconds()``).
     public private(set) var seconds: [Second] = []
     /// Pushes the front door or gateway queues could not pass on (full rings): the books are short by
@@ -168,6 +171,15 @@ public final class PipelineLedger {
         r.pointee.answer = accepted ? 1 : 2
         let delivered = Int64(min(Int(r.pointee.finals), fanOut))
         let b = book(answer.index)
+        if b == 1 {
+            let start = intended(answer.index)
+            let h = frontDoorByStatus[answer.status] ?? {
+                let made = HdrHistogram.latencyMicroseconds()
+                frontDoorByStatus[answer.status] = made
+                return made
+            }()
+            h.record(Int64(answer.answeredAt > start ? (answer.answeredAt - start) / 1000 : 0))
+        }
         if accepted {
             books[b].expected += Int64(fanOut)
         } else if delivered > 0 {

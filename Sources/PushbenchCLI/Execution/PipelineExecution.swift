@@ -176,15 +176,16 @@ struct PipelineExecution {
         var record = run.makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
         let endToEnd = pipeline.ledger!.endToEnd
         let warmup = pipeline.ledger!.warmup
-        record.extra.append(("pipeline", json(counts, warmup: warmup, endToEnd: endToEnd, fanOut: template.fanOut, prefix: prefix,
-                                              overflow: pipeline.overflow)))
+        record.extra.append(("pipeline", json(counts, warmup: warmup, endToEnd: endToEnd,
+                                              frontDoorByStatus: pipeline.ledger!.frontDoorByStatus, fanOut: template.fanOut,
+                                              prefix: prefix, overflow: pipeline.overflow)))
         return Measured(result: result, record: record, counts: counts, warmup: warmup, endToEnd: endToEnd, seconds: pipeline.seconds,
                         overflow: pipeline.overflow)
     }
 
     /// summary.json's `pipeline` section.
-    func json(_ c: PipelineLedger.Counts, warmup w: PipelineLedger.Counts, endToEnd: HdrHistogram, fanOut: Int, prefix: [UInt8],
-              overflow: Int) -> JSONValue {
+    func json(_ c: PipelineLedger.Counts, warmup w: PipelineLedger.Counts, endToEnd: HdrHistogram,
+              frontDoorByStatus: [UInt16: HdrHistogram], fanOut: Int, prefix: [UInt8], overflow: Int) -> JSONValue {
         .object([
             ("correlated", .bool(!options.pipeline.noCorrelation)),
             ("id_prefix", .string(String(decoding: prefix, as: UTF8.self))),
@@ -211,6 +212,9 @@ struct PipelineExecution {
                 ("duplicated", .int(w.duplicated)), ("retried", .int(w.retried)), ("unexpected", .int(w.unexpected)),
             ])),
             ("end_to_end_latency_us", ResultsWriter.latencyJSON(endToEnd)),
+            ("front_door_latency_us_by_status", .object(frontDoorByStatus.keys.sorted().map {
+                (String($0), ResultsWriter.latencyJSON(frontDoorByStatus[$0]!))
+            })),
         ])
     }
 

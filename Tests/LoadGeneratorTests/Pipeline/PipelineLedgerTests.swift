@@ -82,6 +82,14 @@ import Testing
         #expect(l.counts.delivered == 2 && l.counts.duplicated == 2 && l.counts.retried == 0 && l.counts.rejected == 0)
     }
 
+    @Test func frontDoorLatencyIsKeptByStatusForMeasuredRequests() {
+        let l = ledger()
+        for g in Int64(0)..<30 { accept(l, g, status: g % 3 == 0 ? 503 : 202) }
+        // Requests 10 to 29 are measured: 14 answered 202, 6 (12, 15, ... 27) answered 503.
+        #expect(l.frontDoorByStatus.keys.sorted() == [202, 503])
+        #expect(l.frontDoorByStatus[202]?.totalCount == 14 && l.frontDoorByStatus[503]?.totalCount == 6)
+    }
+
     @Test func aPushRefusedWithA4xxIsDeliveredAndCountedRejected() {
         let l = ledger(fanOut: 2)
         accept(l, 30)
