@@ -7,19 +7,6 @@ import Glibc
 /// `pushbench pipeline` as a user runs it: bad input refused before any traffic, and a pass-through
 /// relay (nghttpx, h2 to h2 over TLS) as the service, whose every push must be matched.
 @Suite(.serialized) struct PipelineRunTests {
-    /// A port nothing listens on now (bound, read, closed).
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return Int(UInt16(bigEndian: addr.sin_port))
-    }
-
     /// Whether something accepts connections on 127.0.0.1:`port` within 10 s.
     static func waitForListener(_ port: Int) -> Bool {
         for _ in 0..<200 {
@@ -59,8 +46,8 @@ import Glibc
         let badTemplate = Self.write("POST /notify\n\n{\"id\":\"{{pipeline_id}}\",\n\"x\":{{nope}}}\n", dir, "bad.http")
         let good = Self.write(Self.apnsRequest, dir, "good.http")
         // Nothing listens at the target: every one of these must fail on its input before trying it.
-        let target = "http://127.0.0.1:\(Self.freePort())"
-        let base = ["pipeline", "--target", target, "--egress-listen", "127.0.0.1:\(Self.freePort())", "--out", dir.path,
+        let target = "http://127.0.0.1:\(PipelineServiceTests.freePort())"
+        let base = ["pipeline", "--target", target, "--egress-listen", "127.0.0.1:\(PipelineServiceTests.freePort())", "--out", dir.path,
                     "--duration", "1s"]
         let cases: [([String], String)] = [
             (["--request", noID], "has no {{pipeline_id}} in its body"),
@@ -86,17 +73,9 @@ import Glibc
         let dir = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         let good = Self.write(Self.apnsRequest, dir, "good.http")
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (fd, port) = PipelineServiceTests.listeningSocket()
         defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        listen(fd, 4)
-        let port = Int(UInt16(bigEndian: addr.sin_port))
-        let r = try PushbenchBinary.run(["pipeline", "--target", "http://127.0.0.1:\(Self.freePort())", "--request", good,
+        let r = try PushbenchBinary.run(["pipeline", "--target", "http://127.0.0.1:\(PipelineServiceTests.freePort())", "--request", good,
                                          "--egress-listen", "127.0.0.1:\(port)", "--out", dir.path, "--duration", "1s"])
         #expect(r.status == 2, "\(r.err)")
         #expect(r.err.contains("--egress-listen") && r.err.contains("in use"), "\(r.err)")
@@ -120,7 +99,7 @@ import Glibc
         try openssl.run()
         openssl.waitUntilExit()
         #expect(openssl.terminationStatus == 0)
-        let egress = Self.freePort(), front = Self.freePort()
+        let egress = PipelineServiceTests.freePort(), front = PipelineServiceTests.freePort()
         let relay = Process()
         relay.executableURL = URL(fileURLWithPath: nghttpx)
         relay.arguments = ["--conf=/dev/null", "-f127.0.0.1,\(front)", "-b127.0.0.1,\(egress);;proto=h2;tls", "--insecure", "--no-ocsp", "--workers=1",

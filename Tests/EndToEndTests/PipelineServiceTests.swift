@@ -13,15 +13,27 @@ import Glibc
 
     /// A port nothing listens on now (bound, read, closed).
     static func freePort() -> Int {
+        let (fd, port) = boundSocket()
+        close(fd)
+        return port
+    }
+
+    /// A socket listening on a free loopback port, and the port (the caller closes it).
+    static func listeningSocket() -> (Int32, Int) {
+        let (fd, port) = boundSocket()
+        listen(fd, 4)
+        return (fd, port)
+    }
+
+    private static func boundSocket() -> (Int32, Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
         _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return Int(UInt16(bigEndian: addr.sin_port))
+        return (fd, Int(UInt16(bigEndian: addr.sin_port)))
     }
 
     /// Whether `GET /healthz` on 127.0.0.1:`port` answers 200 within 30 s (the service imports its

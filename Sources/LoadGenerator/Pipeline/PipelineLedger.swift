@@ -106,6 +106,7 @@ public final class PipelineLedger {
     private let intended: (Int64) -> UInt64
     private let measuredFrom: UInt64
     private let firstMeasured: Int64
+    private let indexLimit: Int64
     private var highestIndex: Int64 = -1
     private var current: Second
     private let secondHistogram = HdrHistogram.latencyMicroseconds()
@@ -114,7 +115,11 @@ public final class PipelineLedger {
     /// (rounded up to a power of two); `intended(g)` is request g's intended send time (monotonic ns),
     /// `measuredFrom` the start of the measured phase and `firstMeasured` the first measured index
     /// (earlier ones are the warm-up: matched and counted, not in the histogram).
-    public init(fanOut: Int, capacity: Int, measuredFrom: UInt64, firstMeasured: Int64, intended: @escaping (Int64) -> UInt64) {
+    /// `indexLimit` is the number of requests the run can send: a push naming an index past it names no
+    /// request of the run (and must not close the record of one that does).
+    public init(fanOut: Int, capacity: Int, measuredFrom: UInt64, firstMeasured: Int64, indexLimit: Int64 = Int64.max,
+                intended: @escaping (Int64) -> UInt64) {
+        self.indexLimit = indexLimit
         self.fanOut = max(1, fanOut)
         var c = 1024
         while c < capacity { c <<= 1 }
@@ -133,6 +138,7 @@ public final class PipelineLedger {
     /// already closed.
     @inline(__always)
     private func record(_ g: Int64) -> UnsafeMutablePointer<Record>? {
+        guard g < indexLimit else { return nil }
         let r = records + Int(g & Int64(capacity - 1))
         if r.pointee.index == g { return r }
         if r.pointee.index > g { return nil }

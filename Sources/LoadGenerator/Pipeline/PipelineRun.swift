@@ -72,7 +72,8 @@ public final class PipelineRun {
                               requests: config.requests, capacity: 1, schedule: config.schedule)
         let pacer = plan.pacer(start: t0)
         let made = PipelineLedger(fanOut: config.template.fanOut, capacity: Self.capacity(config, drainNs: drainNs),
-                                  measuredFrom: t0 + config.warmupNs, firstMeasured: plan.warmupRequests) { g in
+                                  measuredFrom: t0 + config.warmupNs, firstMeasured: plan.warmupRequests,
+                                  indexLimit: plan.totalRequests) { g in
             pacer?.intendedTime(global: g) ?? t0
         }
         ledger = made

@@ -112,6 +112,16 @@ import Testing
         #expect(l.counts.unexpected == 4 && l.counts.expected == 0 && l.counts.delivered == 0 && l.counts.lost == 0)
     }
 
+    @Test func anIndexPastTheRunNamesNoRequestAndClosesNone() {
+        let l = PipelineLedger(fanOut: 1, capacity: 1024, measuredFrom: 0, firstMeasured: 0, indexLimit: 2000) { _ in 0 }
+        l.take(FrontDoorAnswer(index: 5, status: 202, answeredAt: 1))
+        l.take(PushArrival(index: 5 + 1024 * 1000, arrivedAt: 2, route: 0, status: 200))  // the same slot, far past the run
+        #expect(l.counts.unknownRequest == 1 && l.counts.lost == 0)
+        l.take(PushArrival(index: 5, arrivedAt: 3, route: 0, status: 200))
+        l.finish(at: 4)
+        #expect(l.counts.delivered == 1 && l.counts.lost == 0)
+    }
+
     @Test func pushesOfAnUnansweredRequestMakeItExpected() {
         let l = ledger(fanOut: 3)
         push(l, 50)  // the front door never answered (cut off), but the service sent a push
