@@ -131,4 +131,51 @@ import Glibc
             #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(file).path), "\(file)")
         }
     }
+
+    /// A gateway started apart (`pushbench gateway --correlate-prefix`) as the egress, given to the run
+    /// with `--egress-url`, behind nghttpx as an h2c relay: every push matched, none lost. A gateway
+    /// that does not match is refused before any traffic.
+    @Test func aGatewayStartedApartServesAsTheEgress() throws {
+        let nghttpx = try #require(["/usr/sbin/nghttpx", "/usr/bin/nghttpx"].first { FileManager.default.isExecutableFile(atPath: $0) },
+                                   "nghttpx is missing (scripts/setup installs nghttp2-proxy)")
+        let bin = try #require(PushbenchBinary.url, "build the pushbench binary first (swift build --build-tests)")
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let egress = PipelineServiceTests.freePort(), plain = PipelineServiceTests.freePort(), front = PipelineServiceTests.freePort()
+        var gateways: [Process] = []
+        defer { for g in gateways { kill(g.processIdentifier, SIGKILL); g.waitUntilExit() } }
+        for (port, extra) in [(egress, ["--correlate-prefix", "pb-1234-"]), (plain, [])] {
+            let g = Process()
+            g.executableURL = bin
+            g.arguments = ["gateway", "--listen", "127.0.0.1:\(port)"] + extra
+            g.standardOutput = FileHandle.nullDevice
+            g.standardError = FileHandle.nullDevice
+            try g.run()
+            gateways.append(g)
+            #expect(Self.waitForListener(port), "the gateway did not listen on \(port)")
+        }
+        let relay = Process()
+        relay.executableURL = URL(fileURLWithPath: nghttpx)
+        relay.arguments = ["--conf=/dev/null", "-f127.0.0.1,\(front);no-tls", "-b127.0.0.1,\(egress);;proto=h2", "--workers=1",
+                           "--errorlog-file=/dev/null"]
+        relay.standardOutput = FileHandle.nullDevice
+        relay.standardError = FileHandle.nullDevice
+        try relay.run()
+        defer { kill(relay.processIdentifier, SIGKILL); relay.waitUntilExit() }
+        #expect(Self.waitForListener(front), "nghttpx did not listen on \(front)")
+        let request = Self.write(Self.apnsRequest, dir, "apns.http")
+        let base = ["pipeline", "--target", "http://127.0.0.1:\(front)", "--h2c", "--request", request, "--out", dir.path]
+        let r = try PushbenchBinary.run(base + ["--egress-url", "http://127.0.0.1:\(egress)", "--rps", "2000", "--requests", "10000", "--quiet"])
+        #expect(r.status == 0, "\(r.out)\n\(r.err)")
+        let p = try PushbenchBinary.summary(dir)["pipeline"] as? [String: Any]
+        #expect(PushbenchBinary.int(p, "expected") == 10_000 && PushbenchBinary.int(p, "delivered") == 10_000, "\(p ?? [:])")
+        #expect(PushbenchBinary.int(p, "lost") == 0 && PushbenchBinary.int(p, "unexpected") == 0)
+        #expect((p?["id_prefix"] as? String) == "pb-1234-")
+        #expect(PushbenchBinary.int(p, "end_to_end_latency_us", "count") == 10_000)
+
+        let notMatching = try PushbenchBinary.run(base + ["--egress-url", "http://127.0.0.1:\(plain)", "--rps", "100", "--duration", "1s"])
+        #expect(notMatching.status == 2 && notMatching.err.contains("--correlate-prefix"), "\(notMatching.err)")
+        let both = try PushbenchBinary.run(base + ["--egress-url", "http://127.0.0.1:\(egress)", "--egress-listen", "127.0.0.1:\(plain)"])
+        #expect(both.status == 2 && both.err.contains("--egress-listen"), "\(both.err)")
+    }
 }

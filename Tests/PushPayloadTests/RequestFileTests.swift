@@ -86,4 +86,15 @@ import Testing
         #expect(reason(#"{"id":{{pipeline_id}}}"#).contains("string placeholder"))
         #expect(reason(#"{"id":"{{pipeline_id}}","t":{{tokens:2}}}"#) == "compiled")
     }
+
+    @Test func arrivalsTextRoundTrips() {
+        let lines = [PipelineArrivalsText.Line(index: 123, unixNs: 1_796_000_000_123_456_789, route: 0, status: 200),
+                     PipelineArrivalsText.Line(index: PushArrival.noID, unixNs: 5, route: 1, status: 0)]
+        let text = PipelineArrivalsText.render(prefix: "pb-7f3a-", lines)
+        #expect(text.hasPrefix("# pushbench pipeline arrivals pb-7f3a-\n123 1796000000123456789 0 200\n"))
+        let back = PipelineArrivalsText.parse(text)
+        #expect(back?.prefix == "pb-7f3a-" && back?.lines == lines)
+        #expect(PipelineArrivalsText.parse("{\"requests\":0}") == nil)
+        #expect(PipelineArrivalsText.parse("# pushbench pipeline arrivals pb-7f3a-\n1 2 x 4\n") == nil)
+    }
 }

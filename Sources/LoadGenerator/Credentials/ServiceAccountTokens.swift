@@ -114,8 +114,9 @@ public struct ServiceAccountTokens: Sendable {
         return AccessToken(token: token, expiresIn: max(1, expires))
     }
 
-    /// One request/response on a private loop (the caller's thread).
-    private final class Exchange: HTTP1ClientDelegate {
+    /// One request/response on a private loop (the caller's thread); also how a pipeline run fetches a
+    /// remote egress's pushes (``RemoteEgress``).
+    final class Exchange: HTTP1ClientDelegate {
         var status = 0
         var body: [UInt8] = []
         var error: LoadRunError?

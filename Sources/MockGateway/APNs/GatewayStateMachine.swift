@@ -44,6 +44,8 @@ public enum GatewayDecision: Equatable, Sendable {
     case metrics
     /// Answer the OAuth2 token endpoint with `status` and the JSON `body`.
     case oauthToken(status: UInt16, body: String)
+    /// Answer `POST /pipeline/arrivals` (a gateway matching a pipeline run's pushes).
+    case pipelineArrivals
     /// Close the TCP connection abruptly.
     case drop
 }
@@ -60,6 +62,9 @@ public enum GatewayRoute: Sendable, Equatable {
     case metrics
     /// `/token` and each `--fcm-token-path`: the OAuth2 token endpoint FCM senders get access tokens from.
     case oauthToken
+    /// `POST /pipeline/arrivals` on a gateway started with `--correlate-prefix`: the pushes matched since
+    /// the last call, for a pipeline run given `--egress-url`.
+    case pipelineArrivals
 }
 
 /// Per-connection state the state machine keeps (owned by the connection, passed `inout`).
@@ -194,6 +199,7 @@ public final class GatewayStateMachine {
             if equals(path, "/metrics") { return .metrics }
         }
         if FCMEngine.isTokenPath(path, in: configuration.fcm.tokenPaths) { return .oauthToken }
+        if configuration.correlatePrefix != nil, equals(path, "/pipeline/arrivals") { return .pipelineArrivals }
         return .apns
     }
 
@@ -204,6 +210,7 @@ public final class GatewayStateMachine {
         let route = route(method: request.method, path: request.path)
         if route == .stats { return .stats }
         if route == .metrics { return .metrics }
+        if route == .pipelineArrivals { return .pipelineArrivals }
         if route == .oauthToken {
             let (status, body) = fcm.tokenEndpoint(request, nowMillis: clock.wallMillis(at: now))
             return .oauthToken(status: status, body: body)

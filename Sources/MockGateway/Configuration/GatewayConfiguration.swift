@@ -78,6 +78,9 @@ public struct GatewayConfiguration: Equatable, Sendable {
     /// `--correlate-prefix`: a standalone gateway finds this pipeline run's ids (`pb-XXXX-`) in every push
     /// and counts them, as `pushbench pipeline`'s egress does (the gateway command makes the correlator).
     public var correlatePrefix: String?
+    /// Where a standalone gateway keeps the matched pushes for `POST /pipeline/arrivals` (made at start
+    /// when ``correlatePrefix`` is set).
+    public var mailbox: CorrelationMailbox?
     /// APNs authentication: provider tokens or client certificates (Auth/APNsAuthConfiguration.swift).
     public var auth = APNsAuthConfiguration()
 

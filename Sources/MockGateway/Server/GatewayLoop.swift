@@ -240,6 +240,9 @@ final class GatewayLoop: HTTP2ServerDelegate {
                 respond(target, status: Int(status), UnsafeRawBufferPointer($0), contentType: "application/json; charset=utf-8",
                         noStore: true)
             }
+        case .pipelineArrivals:
+            var text = machine.configuration.mailbox?.takeText() ?? ""
+            text.withUTF8 { respond(target, status: 200, UnsafeRawBufferPointer($0), contentType: "text/plain; charset=utf-8", noStore: true) }
         case .metrics:
             var text = GatewayStats(summing: allCounters).prometheusText
             text.withUTF8 {

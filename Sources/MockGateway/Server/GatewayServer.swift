@@ -18,12 +18,16 @@ final class GatewayServer: Sendable {
     private let finalStats = Mutex<GatewayStats?>(nil)
     /// TLS in force (nil: h2c).
     let tls: GatewayTLSSetup?
+    /// The matched pushes a pipeline run fetches (`--correlate-prefix`), nil otherwise.
+    let mailbox: CorrelationMailbox?
 
-    private init(host: String, port: Int, tls: GatewayTLSSetup?, connectionCap: ConnectionCap, counters: [GatewayCounters],
+    private init(host: String, port: Int, tls: GatewayTLSSetup?, mailbox: CorrelationMailbox?, connectionCap: ConnectionCap,
+                 counters: [GatewayCounters],
                  loops: [EventLoopHandle], threads: [pthread_t]) {
         self.host = host
         self.port = port
         self.tls = tls
+        self.mailbox = mailbox
         self.connectionCap = connectionCap
         self.counters = counters
         self.loops = loops
@@ -40,6 +44,7 @@ final class GatewayServer: Sendable {
     /// with their reason), from the loop threads.
     static func start(_ configuration: GatewayConfiguration, onSignal: (@Sendable () -> Void)? = nil,
                       log: (@Sendable (String) -> Void)? = nil) throws(GatewayStartError) -> GatewayServer {
+        let configuration = withMailbox(configuration)
         let tls = try configuration.makeTLS()
         let counters = (0..<configuration.threads).map { _ in GatewayCounters() }
         let cap = ConnectionCap(limit: configuration.maxConnections
@@ -73,8 +78,19 @@ final class GatewayServer: Sendable {
             handles.append(result.handle!)
             port = result.port
         }
-        return GatewayServer(host: configuration.host, port: port, tls: tls, connectionCap: cap, counters: counters, loops: handles,
+        return GatewayServer(host: configuration.host, port: port, tls: tls, mailbox: configuration.mailbox, connectionCap: cap, counters: counters, loops: handles,
                              threads: threads)
+    }
+
+    /// `configuration` with a mailbox for `--correlate-prefix` when it has none yet (the gateway command
+    /// makes its own, to print its counts at exit).
+    private static func withMailbox(_ configuration: GatewayConfiguration) -> GatewayConfiguration {
+        guard let prefix = configuration.correlatePrefix, configuration.correlator == nil else { return configuration }
+        var c = configuration
+        let mailbox = CorrelationMailbox(prefix: Array(prefix.utf8), loops: c.threads)
+        c.mailbox = mailbox
+        c.correlator = mailbox.correlator
+        return c
     }
 
     private static func stopAll(_ handles: [EventLoopHandle], _ threads: some Collection<pthread_t>) {
@@ -100,6 +116,7 @@ final class GatewayServer: Sendable {
             for t in joined { pthread_join(t, nil) }
             let s = stats()
             finalStats.withLock { $0 = s }
+            mailbox?.stop()
         }
         return finalStats.withLock { $0 } ?? stats()
     }

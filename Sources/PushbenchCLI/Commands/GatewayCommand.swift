@@ -45,12 +45,10 @@ struct GatewayCommand: PushbenchCommand {
         } else {
             mode = "TLS, h2 and http/1.1; certificate \(configuration.tls.certificateFile ?? "-")"
         }
-        let counting = configuration.correlatePrefix.map { prefix -> CorrelationCount in
-            let correlator = PushCorrelator(prefix: Array(prefix.utf8), loops: configuration.threads)
-            configuration.correlator = correlator
-            return CorrelationCount(correlator)
-        }
-        defer { counting.map { printOut("pushbench gateway: correlated pushes: \($0.stop())") } }
+        let mailbox = configuration.correlatePrefix.map { CorrelationMailbox(prefix: Array($0.utf8), loops: configuration.threads) }
+        configuration.mailbox = mailbox
+        configuration.correlator = mailbox?.correlator
+        defer { mailbox.map { printOut("pushbench gateway: correlated pushes: \($0.stop())") } }
         let descriptors = DescriptorLimit.raiseToHard()
         if let warning = ListenWarning.message(host: configuration.host, port: configuration.port,
                                                 authenticated: configuration.auth.summary != nil) {

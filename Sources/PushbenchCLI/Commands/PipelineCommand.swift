@@ -53,6 +53,14 @@ struct PipelineCommand: PushbenchCommand {
                 options.pipeline.egressHost = host
                 options.pipeline.egressPort = port
             },
+            .value("--egress-url", "URL", \.pipeline.egressURL,
+                   help: "instead of --egress-listen: a pushbench gateway started apart with --correlate-prefix is the egress; the run fetches what it matched from URL/pipeline/arrivals (https:// trusts as --cacert/--insecure say)") {
+                text, name throws(UsageError) in
+                guard text.hasPrefix("http://") || text.hasPrefix("https://") else {
+                    throw UsageError("\(name): '\(text)' is not an http:// or https:// URL")
+                }
+                return text
+            },
             .flag("--egress-h2c", \.pipeline.egressH2C, help: "the egress speaks h2c (and HTTP/1.1) instead of TLS"),
             .value("--tls-cert-out", "FILE", \.pipeline.certificateOut,
                    help: "write the CA certificate the service must trust to reach the egress over TLS (PEM)") {
@@ -92,8 +100,14 @@ struct PipelineCommand: PushbenchCommand {
         try Self.options.apply(a, to: &o)
         guard o.target != nil else { throw UsageError("--target: give the service's front door (http://host:port or https://host:port)") }
         guard let file = o.pipeline.requestFile else { throw UsageError("--request: give the request to send (a .http file)") }
-        guard o.pipeline.egressPort != nil else {
-            throw UsageError("--egress-listen: give where the service sends its pushes (HOST:PORT)")
+        if o.pipeline.egressURL != nil {
+            for (given, option) in [(o.pipeline.egressPort != nil, "--egress-listen"), (o.pipeline.egressH2C, "--egress-h2c"),
+                                    (o.pipeline.certificateOut != nil, "--tls-cert-out"), (!o.gatewayArguments.isEmpty, "--gateway-arg"),
+                                    (a.contains("--correlate"), "--correlate")] where given {
+                throw UsageError("\(option): the egress is the gateway at --egress-url, started apart; give its options there")
+            }
+        } else if o.pipeline.egressPort == nil {
+            throw UsageError("--egress-listen: give where the service sends its pushes (HOST:PORT), or --egress-url for a gateway started apart")
         }
         if o.rate == .max {
             throw UsageError("--rps: a pipeline run needs a rate (end-to-end latency is timed from each request's intended send time), not max")

@@ -55,6 +55,8 @@ struct PipelineOptions: Equatable, Sendable {
     var egressHost = "127.0.0.1"
     /// See ``egressHost``; nil when `--egress-listen` was not given.
     var egressPort: Int?
+    /// `--egress-url`: a separately started `pushbench gateway --correlate-prefix` is the egress.
+    var egressURL: String?
     /// `--egress-h2c`: the egress speaks h2c instead of TLS.
     var egressH2C = false
     /// `--tls-cert-out`: where the egress writes the CA the service must trust.

@@ -114,25 +114,16 @@ struct PipelineExecution {
     }
 
     var egressURL: String {
+        if let url = options.pipeline.egressURL { return url }
         let host = options.pipeline.egressHost.contains(":") ? "[\(options.pipeline.egressHost)]" : options.pipeline.egressHost
         return "\(options.pipeline.egressH2C ? "http" : "https")://\(host):\(options.pipeline.egressPort ?? 0)"
     }
 
     private func measure(request: RequestFile, template: PayloadTemplate, tokens: DeviceTokens, label: String,
                          timeline: (Date) -> TimelineSink?) throws(Failure) -> Measured {
-        let prefix = PipelineRun.prefix(tag: Self.tag(options))
-        var egressConfig = options.embeddedGateway
-        let correlator = PushCorrelator(prefix: prefix, source: options.pipeline.correlate, loops: egressConfig.threads)
-        egressConfig.correlator = correlator
-        let egress: EmbeddedGateway
-        do {
-            egress = try EmbeddedGateway.start(egressConfig, host: options.pipeline.egressHost, port: options.pipeline.egressPort ?? 0)
-        } catch let error as GatewayStartError {
-            throw Failure(status: error.cannotListen ? 2 : 1, message: "--egress-listen: \(error.message)")
-        } catch {
-            throw Failure(status: 1, message: "--egress-listen: \(error)")
-        }
+        let egress = try startEgress()
         defer { egress.stop() }
+        let prefix = egress.prefix
         if !options.json {
             printError("pushbench pipeline: egress (mock APNs and FCM) at \(egressURL)"
                        + (options.pipeline.certificateOut.map { ", its CA in \($0)" } ?? ""))
@@ -145,8 +136,7 @@ struct PipelineExecution {
         let tap = PipelineTap(prefix: prefix, threads: config.threads)
         config.pipeline = tap
         let drainNs = UInt64(options.pipeline.drainSeconds * 1e9)
-        let pipeline = PipelineRun(config: config, tap: tap, drainNs: drainNs, arrivals: { correlator.drain($0) },
-                                   refused: { correlator.refused })
+        let pipeline = PipelineRun(config: config, tap: tap, drainNs: drainNs, arrivals: egress.drain, refused: egress.refused)
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds, targetRPS: config.rate)
         let metrics = try run.startMetrics(label: label, target: authority, targetRPS: config.rate)
@@ -172,6 +162,9 @@ struct PipelineExecution {
         pipeline.drain(t0: result.t0Ns, deadline: MonotonicClock.nanoseconds() + drainNs,
                        shouldStop: { interruptRequested.load(ordering: .relaxed) })
         let gatewayStats = egress.stop()
+        if let failures = egress.remote?.fetchFailures, failures.count > 0 {
+            printError("pushbench pipeline: WARNING: \(failures.count) fetches from --egress-url failed (last: \(failures.last ?? "?")); pushes they would have brought count as lost")
+        }
         let counts = pipeline.finish(t0: result.t0Ns)
         var record = run.makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
         let endToEnd = pipeline.ledger!.endToEnd
@@ -270,5 +263,45 @@ struct PipelineExecution {
                  + "  p99 \(ms(h.valueAtPercentile(99)))  p99.9 \(ms(h.valueAtPercentile(99.9)))  max \(ms(h.max))")
         }
         return lines
+    }
+
+    /// The egress: the embedded gateway at `--egress-listen` with its correlator, or the gateway at
+    /// `--egress-url` (its prefix fetched now; exit 3 when it cannot be reached, 2 when it does not match).
+    struct Egress {
+        var prefix: [UInt8]
+        var drain: ((PushArrival) -> Void) -> Void
+        var refused: () -> Int
+        var stop: () -> GatewayStats?
+        var remote: RemoteEgress?
+    }
+
+    private func startEgress() throws(Failure) -> Egress {
+        if let url = options.pipeline.egressURL {
+            var tls: TLSClientContext?
+            if url.hasPrefix("https://") {
+                let trust: TLSTrust = options.insecure ? .insecure : options.caFile.map { .caFile($0) } ?? .system
+                do throws(TLSError) { tls = try TLSClientContext(trust: trust, alpn: ["http/1.1"]) } catch {
+                    throw Failure(status: 2, message: "--egress-url: TLS: \(error.message)")
+                }
+            }
+            let remote: RemoteEgress
+            do throws(LoadRunError) { remote = try RemoteEgress(url: url, tls: tls) } catch { throw Failure(error) }
+            remote.start()
+            return Egress(prefix: remote.prefix, drain: { remote.drain($0) }, refused: { 0 },
+                          stop: { remote.stop(); return nil }, remote: remote)
+        }
+        let prefix = PipelineRun.prefix(tag: Self.tag(options))
+        var egressConfig = options.embeddedGateway
+        let correlator = PushCorrelator(prefix: prefix, source: options.pipeline.correlate, loops: egressConfig.threads)
+        egressConfig.correlator = correlator
+        let gateway: EmbeddedGateway
+        do {
+            gateway = try EmbeddedGateway.start(egressConfig, host: options.pipeline.egressHost, port: options.pipeline.egressPort ?? 0)
+        } catch let error as GatewayStartError {
+            throw Failure(status: error.cannotListen ? 2 : 1, message: "--egress-listen: \(error.message)")
+        } catch {
+            throw Failure(status: 1, message: "--egress-listen: \(error)")
+        }
+        return Egress(prefix: prefix, drain: { correlator.drain($0) }, refused: { correlator.refused }, stop: { gateway.stop() })
     }
 }

@@ -57,7 +57,7 @@ struct GatewayAnswer: Equatable {
     var response: GatewayResponse? {
         switch decision {
         case .respond, .respondLater: written
-        case .stats, .metrics, .drop, .oauthToken: nil
+        case .stats, .metrics, .drop, .oauthToken, .pipelineArrivals: nil
         }
     }
 }
