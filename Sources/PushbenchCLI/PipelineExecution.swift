@@ -66,10 +66,20 @@ struct PipelineExecution {
                          destination: ResultsDestination) throws(Failure) -> Int32 {
         let label = options.label
         var spool: TimelineSpool?
-        let measured = try measure(request: request, template: template, tokens: tokens, label: label) { startedAt in
+        let tracker = run.objectiveTracker()
+        var tee: ObjectiveSink?
+        var measured = try measure(request: request, template: template, tokens: tokens, label: label, timeline: { startedAt in
             spool = destination.openSpool(startedAt: startedAt, label: label)
-            return spool
+            tee = tracker.map { ObjectiveSink(inner: spool, tracker: $0) }
+            return tee ?? spool
+        }, abort: { tracker?.abortReason != nil })
+        if let tee, spool == nil { measured.record.intervals = tee.kept }
+        let c = measured.counts
+        let report = tracker.map {
+            ObjectiveReport(tracker: $0, record: measured.record,
+                            pipeline: .init(expected: c.expected, lost: c.lost, duplicated: c.duplicated, endToEnd: measured.endToEnd))
         }
+        if let report { measured.record.extra.append(("objectives", report.json)) }
         let folder: URL
         do { folder = try destination.write(measured.record, spool: spool) } catch {
             if !options.json { printError(ResultsWriter.summaryJSON(measured.record, runID: label).render()) }
@@ -80,17 +90,19 @@ struct PipelineExecution {
         } catch {
             throw Failure(status: 1, message: "writing the pipeline files in \(folder.path): \(error)")
         }
+        var summary: [String] = []
         if options.json {
             printOut(ResultsWriter.summaryJSON(measured.record, runID: folder.lastPathComponent).render())
         } else {
-            run.printSummary(measured.record, result: measured.result, folder: folder)
-            for line in summaryLines(measured) { printOut(line) }
+            summary = RunExecution.summaryLines(measured.record, result: measured.result, folder: folder.path,
+                                                warmupSeconds: options.warmupSeconds, tokenChurn: false,
+                                                runLines: run.runLines(measured.result)) + summaryLines(measured)
+            for line in summary { printOut(line) }
         }
         var warnings = RunExecution.warnings(measured.record, result: measured.result)
         if measured.overflow > 0 {
             warnings.append("\(measured.overflow) answers or pushes could not be queued for matching (the run's main thread fell behind); the pipeline counts are short by as many")
         }
-        let c = measured.counts
         let nothingArrived = !measured.result.interrupted && c.apns + c.fcm == 0 && measured.result.measured.completed > 0
         if nothingArrived {
             printError("pushbench pipeline: not one push reached the egress at \(egressURL): check that the service sends its pushes there"
@@ -98,7 +110,8 @@ struct PipelineExecution {
         }
         let status = RunExecution.closing(warnings: warnings, nothingMeasured: RunExecution.measuredNothing(measured.record, result: measured.result),
                                           destination: destination)
-        return status == 0 && nothingArrived ? RunExecution.measuredNothingStatus : status
+        return run.finishObjectives(report, status: status == 0 && nothingArrived ? RunExecution.measuredNothingStatus : status,
+                                    record: measured.record, summary: summary, folder: folder)
     }
 
     /// What a pipeline run measured.
@@ -117,7 +130,7 @@ struct PipelineExecution {
     }
 
     private func measure(request: RequestFile, template: PayloadTemplate, tokens: DeviceTokens, label: String,
-                         timeline: (Date) -> TimelineSink?) throws(Failure) -> Measured {
+                         timeline: (Date) -> TimelineSink?, abort: () -> Bool) throws(Failure) -> Measured {
         let prefix = PipelineRun.prefix(tag: Self.tag(options))
         var egressConfig = options.embeddedGateway
         let correlator = PushCorrelator(prefix: prefix, source: options.pipeline.correlate, loops: egressConfig.threads)
@@ -156,7 +169,7 @@ struct PipelineExecution {
                                          display.show(snapshot, elapsed: elapsed)
                                          metrics?.publish(snapshot, elapsed: elapsed)
                                      },
-                                     shouldStop: { interruptRequested.load(ordering: .relaxed) },
+                                     shouldStop: { interruptRequested.load(ordering: .relaxed) || abort() },
                                      poll: { t0 in pipeline.poll(t0: t0) })
         } catch {
             display.finish()

@@ -177,6 +177,15 @@ public struct RunOptions: Equatable, Sendable {
     /// token signed).
     public var providerTokens: ProviderTokenSettings?
 
+    /// `--slo` (repeatable): the objectives the run is judged by.
+    public var objectives: [RunObjective] = []
+    /// `--abort-on-slo`: stop early once an objective has failed.
+    public var abortOnSLO = false
+    /// `--slo-grace` in seconds: how long a whole-run objective may miss before `--abort-on-slo` stops the run.
+    public var sloGraceSeconds: Double = 5
+    /// `--junit FILE`: the verdicts as JUnit XML.
+    public var junitFile: String?
+
     /// The defaults.
     public init() {}
 
@@ -217,7 +226,8 @@ public struct RunCommand: PushbenchCommand {
         which); 2 bad input, found before any traffic (an option, a file, a results root that cannot take
         a run); 3 target unreachable; 4 the run completed but not one measured request was answered;
         5 the results could not be written under --out at the end and were written to a fallback folder
-        (the message names it). A run that did not keep its rate exits 0 with a warning on stderr.
+        (the message names it); 6 the run completed and an objective (--slo) did not hold (4 and 5 come
+        first). A run that did not keep its rate exits 0 with a warning on stderr, unless --slo rate_kept.
         """
 
     public static var options: OptionTable<RunOptions> {
@@ -448,7 +458,57 @@ public struct RunCommand: PushbenchCommand {
                 let (host, port) = try GatewayConfiguration.listenAddress(text, name)
                 return MetricsAddress(host: host, port: port)
             },
-        ])
+        ] + Self.objectiveOptions)
+    }
+
+    /// `--slo`, `--abort-on-slo`, `--slo-grace` and `--junit`, shared with `pipeline`.
+    static var objectiveOptions: [Option<RunOptions>] {
+        [
+            .values("--slo", "OBJECTIVE", \.objectives,
+                    help: "an objective the run must meet, else exit 6 (repeatable): METRIC<LIMIT or METRIC<=LIMIT, optionally 'per T' for every T-second window: p50, p90, p99, p99.9, p99.99, max (corrected latency) or service_p99 under a time (p99<1ms, 'p99<5ms per 10s'); error_rate under a fraction (error_rate<0.1%); rate_kept alone; for pipeline also lost_rate, duplicate_rate, e2e_p99") {
+                text, name throws(UsageError) in
+                do throws(ObjectiveError) { return try RunObjective.parse(text) } catch {
+                    throw UsageError("\(name): \(error.description)")
+                }
+            },
+            .flag("--abort-on-slo", \.abortOnSLO,
+                  help: "stop the run early once an objective can no longer be met (a window failed, the max passed its limit) or has missed for --slo-grace; what was measured is kept"),
+            .value("--slo-grace", "T", \.sloGraceSeconds, default: "5s",
+                   help: "with --abort-on-slo: how long a whole-run objective may miss, over the seconds so far, before the run stops") {
+                text, name throws(UsageError) in
+                let d = try ValueParser.duration(text, option: name)
+                guard d >= 1, d == d.rounded() else { throw UsageError("\(name): '\(text)' is not a whole number of seconds (1s or more)") }
+                return d
+            },
+            .value("--junit", "FILE", \.junitFile,
+                   help: "write the objectives' verdicts as JUnit XML (one test case each) for CI; with GITHUB_STEP_SUMMARY set, the summary and verdicts are appended to it as Markdown") {
+                text, name throws(UsageError) in try Self.fileName(text, name)
+            },
+        ]
+    }
+
+    /// The objectives against what the run can measure, before any traffic: a pipeline metric outside
+    /// `pipeline`, rate_kept without a rate, a window longer than the run, the abort options without one.
+    static func checkObjectives(_ o: RunOptions, _ a: ParsedArguments, pipeline: Bool) throws(UsageError) {
+        for obj in o.objectives {
+            if obj.metric.isPipeline && !pipeline {
+                throw UsageError("--slo: '\(obj.description)': \(obj.metricName) is measured by pushbench pipeline, not run")
+            }
+            if obj.metric == .rateKept && o.rate == .max {
+                throw UsageError("--slo: '\(obj.description)': --rps max has no rate to keep")
+            }
+            if let w = obj.windowSeconds, o.requests == nil, Double(w) > o.durationSeconds {
+                throw UsageError("--slo: '\(obj.description)': the \(w) s window is longer than the run (\(ProgressDisplay.fixed(o.durationSeconds, 0)) s)")
+            }
+        }
+        if o.objectives.isEmpty {
+            for option in ["--abort-on-slo", "--slo-grace"] where a.contains(option) {
+                throw UsageError("\(option): give the objectives with --slo")
+            }
+        } else if o.encoderVariants.count > 1 {
+            throw UsageError("--slo: judges one run, not several --encoder variants compared")
+        }
+        if a.contains("--slo-grace") && !o.abortOnSLO { throw UsageError("--slo-grace: only applies with --abort-on-slo") }
     }
 
     /// The validated options.
@@ -491,6 +551,7 @@ public struct RunCommand: PushbenchCommand {
         if o.tokenChurnPerSecond != nil && o.target != nil {
             throw UsageError("--token-churn: only the embedded gateway can churn tokens, not with --target")
         }
+        try Self.checkObjectives(o, a, pipeline: false)
         try Self.checkTLS(o)
         o.providerTokens = try Self.providerTokens(o)
         o.embeddedGateway = try Self.embeddedGateway(o)
