@@ -223,10 +223,7 @@ public struct ObjectiveFigures {
         case .errorRate:
             let c = counts
             return c.sent > 0 ? Double(c.failed + c.transportErrors + c.unfinished) / Double(c.sent) : 0
-        case .rateKept:
-            guard let rate else { return nil }
-            // A rate not kept for a reason other than the share sent (the answers fell short) still fails.
-            return rate.kept ? Swift.max(rate.sentShare, RateOutcome.keptFraction) : Swift.min(rate.sentShare, RateOutcome.keptFraction / 2)
+        case .rateKept: return rate?.sentShare
         case .lostRate:
             guard let p = pipeline else { return nil }
             return p.expected > 0 ? Double(p.lost) / Double(p.expected) : 0
@@ -307,7 +304,8 @@ public final class ObjectiveTracker {
     public init(objectives: [RunObjective], abortAfterSeconds: Int? = nil) {
         self.objectives = objectives
         self.abortAfterSeconds = abortAfterSeconds
-        windows = Array(repeating: Window(), count: objectives.count)
+        // One Window each: its histograms are objects, which Array(repeating:) would share.
+        windows = objectives.map { _ in Window() }
         failingSince = Array(repeating: nil, count: objectives.count)
     }
 
@@ -393,7 +391,10 @@ public final class ObjectiveTracker {
             let o = objectives[k]
             guard let size = o.windowSeconds else {
                 let v = figures.value(o.metric)
-                return ObjectiveVerdict(objective: o, passed: v.map(o.holds) ?? false, measured: v)
+                // The rate is kept by what was sent and what was answered (RateOutcome): a share sent
+                // that looks enough fails when the answers fell short.
+                let passed = o.metric == .rateKept ? figures.rate?.kept == true : v.map(o.holds) ?? false
+                return ObjectiveVerdict(objective: o, passed: passed, measured: v)
             }
             if windows[k].seconds * 2 >= size || windows[k].judged == 0 { judge(k) }
             windows[k].index = -1
