@@ -15,6 +15,8 @@ public struct CapacityOptions: Equatable, Sendable {
     public var stepSeconds = 10.0
     /// `--resolution`: the bisection stops when the rate that held and the one that failed are this close.
     public var resolution = 0.02
+    /// `--junit FILE`: a JUnit test case per objective, judged at the answer.
+    public var junitFile: String?
 }
 
 /// `pushbench capacity`: the highest constant rate at which every objective holds, found by running steps.
@@ -72,6 +74,10 @@ public struct CapacityCommand: PushbenchCommand {
                 } catch {
                     throw UsageError("\(name): \(error.message)")
                 }
+            },
+            .value("--junit", "FILE", \.junitFile,
+                   help: "write JUnit XML for CI: a test case per objective, passed when some rate held them all (the answer's figures in the message); with GITHUB_STEP_SUMMARY set, the answer and the steps are appended to it") {
+                text, name throws(UsageError) in try RunCommand.fileName(text, name)
             },
         ]
         // The run's options, for each step (parsed again by `pushbench run`'s own table, so they are

@@ -155,4 +155,52 @@ import Testing
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).isEmpty, "no traffic, no folder")
     }
+
+    @Test func compareWritesATestCasePerMetric() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        for (name, latency) in [("base", "1ms"), ("new", "10ms")] {
+            let r = try PushbenchBinary.run(["run", "--requests", "500", "--rps", "1000", "--gateway-arg=--latency=\(latency)", "--quiet",
+                                             "--out", out.appendingPathComponent(name).path])
+            #expect(r.status == 0, "\(r.err)")
+        }
+        let junit = out.appendingPathComponent("compare.xml").path
+        let stepSummary = out.appendingPathComponent("step-summary.md")
+        let r = try PushbenchBinary.run(["compare", out.appendingPathComponent("base/latest").path, out.appendingPathComponent("new/latest").path,
+                                         "--junit", junit]) { $0["GITHUB_STEP_SUMMARY"] = stepSummary.path }
+        #expect(r.status == 1, "p50 regressed: \(r.out) \(r.err)")
+        let cases = try Self.junit(junit)
+        #expect(cases.count == 14, "\(cases)")
+        let p50 = try #require(cases.first { $0.hasPrefix("p50|") })
+        #expect(p50.hasPrefix("p50|False|latency p50 (µs) regressed: BASE 1,"), "\(p50)")
+        #expect(p50.hasSuffix("threshold +10%: REGRESSION"))
+        #expect(cases.contains { $0.hasPrefix("achieved_rps|True|") })
+        let md = try String(contentsOf: stepSummary, encoding: .utf8)
+        #expect(md.contains("### pushbench compare: ❌"))
+        #expect(md.contains("**REGRESSION**"))
+    }
+
+    @Test func capacityWritesATestCasePerObjective() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let junit = out.appendingPathComponent("capacity.xml").path
+        let stepSummary = out.appendingPathComponent("step-summary.md")
+        // Every answer takes 20 ms: p99 < 5 ms holds at no rate.
+        let r = try PushbenchBinary.run(["capacity", "--slo", "p99<5ms", "--min", "200", "--max", "1k", "--step-duration", "300ms",
+                                         "--warmup", "0s", "--gateway-arg=--latency=20ms", "--out", out.appendingPathComponent("r").path,
+                                         "--quiet", "--junit", junit]) { $0["GITHUB_STEP_SUMMARY"] = stepSummary.path }
+        #expect(r.status == 0, "\(r.err)")
+        let cases = try Self.junit(junit)
+        #expect(cases.count == 2, "the objective and the default error rate: \(cases)")
+        let p99 = try #require(cases.first)
+        #expect(p99.hasPrefix("p99<5ms|False|no rate held: capacity: below --min 200 rps"), "\(p99)")
+        #expect(p99.contains("at 200 rps: measured 20."))
+        #expect(p99.hasSuffix("limit < 5.000 ms"))
+        #expect(try String(contentsOf: stepSummary, encoding: .utf8).contains("# Capacity search"))
+        // A search that finds a rate passes every case.
+        let held = try PushbenchBinary.run(["capacity", "--slo", "p99<1s", "--min", "200", "--max", "400", "--step-duration", "300ms",
+                                            "--warmup", "0s", "--out", out.appendingPathComponent("h").path, "--quiet", "--junit", junit])
+        #expect(held.status == 0, "\(held.err)")
+        #expect(try Self.junit(junit).allSatisfy { $0.contains("|True|") })
+    }
 }
