@@ -38,7 +38,7 @@ import Testing
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
         let junit = out.appendingPathComponent("junit.xml").path
-        let stepSummary = out.appendingPathComponent("step-summary.md")
+        let stepSummary = out.appendingPathComponent("job-summary")
         try "# before\n".write(to: stepSummary, atomically: true, encoding: .utf8)
         // Every answer takes 2 ms.
         let r = try PushbenchBinary.run(["run", "--requests", "2000", "--rps", "2000", "--gateway-arg=--latency=2ms", "--quiet",
@@ -165,7 +165,7 @@ import Testing
             #expect(r.status == 0, "\(r.err)")
         }
         let junit = out.appendingPathComponent("compare.xml").path
-        let stepSummary = out.appendingPathComponent("step-summary.md")
+        let stepSummary = out.appendingPathComponent("job-summary")
         let r = try PushbenchBinary.run(["compare", out.appendingPathComponent("base/latest").path, out.appendingPathComponent("new/latest").path,
                                          "--junit", junit]) { $0["GITHUB_STEP_SUMMARY"] = stepSummary.path }
         #expect(r.status == 1, "p50 regressed: \(r.out) \(r.err)")
@@ -184,7 +184,7 @@ import Testing
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
         let junit = out.appendingPathComponent("capacity.xml").path
-        let stepSummary = out.appendingPathComponent("step-summary.md")
+        let stepSummary = out.appendingPathComponent("job-summary")
         // Every answer takes 20 ms: p99 < 5 ms holds at no rate.
         let r = try PushbenchBinary.run(["capacity", "--slo", "p99<5ms", "--min", "200", "--max", "1k", "--step-duration", "300ms",
                                          "--warmup", "0s", "--gateway-arg=--latency=20ms", "--out", out.appendingPathComponent("r").path,
