@@ -54,6 +54,9 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     private(set) var tokensExhausted = false
     // Token index of the request in each slot (the pick may skip pruned tokens, so it is not seq mod count).
     private let slotToken: UnsafeMutablePointer<Int32>
+    // Body bytes of the request in each slot, and each connection's number (in the order opened), for `--log`.
+    private let slotBytes: UnsafeMutablePointer<Int32>
+    private var connectionNumbers: [ObjectIdentifier: Int32] = [:]
 
     init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int,
          onChange: @escaping () -> Void) throws(HTTP2HeaderBlock.InvalidBlock) {
@@ -78,10 +81,13 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         pruned = TokenSet(capacity: config.pruneGoneTokens ? config.tokens.count : 0)
         slotToken = .allocate(capacity: config.connections * config.streams)
         slotToken.initialize(repeating: 0, count: config.connections * config.streams)
+        slotBytes = .allocate(capacity: config.connections * config.streams)
+        slotBytes.initialize(repeating: 0, count: config.connections * config.streams)
     }
 
     deinit {
         slotToken.deallocate()
+        slotBytes.deallocate()
     }
 
     /// Opens every connection.
@@ -95,6 +101,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         let c = HTTP2ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
         config.connect(c)
         stats.opened += 1
+        if config.requestLog != nil { connectionNumbers[ObjectIdentifier(c)] = Int32(truncatingIfNeeded: stats.opened) }
         return c
     }
 
@@ -114,6 +121,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
             guard closed.contains(id) else { return false }
             dead.remove(id)
             closed.remove(id)
+            connectionNumbers[id] = nil
             return true
         }
     }
@@ -155,6 +163,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         slotToken[Int(slot)] = Int32(truncatingIfNeeded: tokenIndex)
         let ctx = config.requestContext(sequence: sequence, tokenIndex: tokenIndex)
         let length = config.template.encodedLength(ctx)
+        slotBytes[Int(slot)] = Int32(truncatingIfNeeded: length)
         if length > clientConfig.slotBodyCapacity || (!config.sendOversize && length > config.payloadLimit) {
             return .oversize
         }
@@ -224,7 +233,14 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         if pruned.capacity > 0 && Reasons.meansTokenGone(status: response.status, reason: reason) {
             pruneToken(Int(slotToken[Int(slot)]))
         }
-        core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
+        if core.requestLog != nil {
+            core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed,
+                           detail: ResponseDetail(connection: connectionNumbers[ObjectIdentifier(connection)] ?? 0, stream: response.streamID,
+                                                  tokenIndex: slotToken[Int(slot)], requestBytes: slotBytes[Int(slot)],
+                                                  responseBytes: Int32(truncatingIfNeeded: response.bodyLength)))
+        } else {
+            core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
+        }
         preferred = connection
         if let onResponse { onResponse() } else { onChange() }
         preferred = nil

@@ -37,6 +37,9 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     private(set) var pruned: TokenSet
     private(set) var tokensExhausted = false
     private let slotToken: UnsafeMutablePointer<Int32>
+    // Body bytes of the request in each slot, and each connection's number (in the order opened), for `--log`.
+    private let slotBytes: UnsafeMutablePointer<Int32>
+    private var connectionNumbers: [ObjectIdentifier: Int32] = [:]
 
     init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onChange: @escaping () -> Void) throws {
         self.loop = loop
@@ -52,13 +55,18 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         pruned = TokenSet(capacity: config.pruneGoneTokens ? config.tokens.count : 0)
         slotToken = .allocate(capacity: config.connections * max(config.streams, 1))
         slotToken.initialize(repeating: 0, count: config.connections * max(config.streams, 1))
+        slotBytes = .allocate(capacity: config.connections * max(config.streams, 1))
+        slotBytes.initialize(repeating: 0, count: config.connections * max(config.streams, 1))
         path = config.frontDoor?.path ?? "/v1/projects/\(config.project)/messages:send"
         let (token, generation) = config.accessTokens?.current() ?? ("pushbench", 0)
         head = try Self.makeHead(config, path: path, token: token)
         headGeneration = generation
     }
 
-    deinit { slotToken.deallocate() }
+    deinit {
+        slotToken.deallocate()
+        slotBytes.deallocate()
+    }
 
     private static func makeHead(_ config: LoadConfiguration, path: String, token: String) throws -> HTTP1RequestHead {
         if let door = config.frontDoor {
@@ -77,6 +85,7 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         let c = HTTP1ClientConnection(loop: loop, configuration: clientConfig, delegate: self)
         config.connect(c)
         stats.opened += 1
+        if config.requestLog != nil { connectionNumbers[ObjectIdentifier(c)] = Int32(truncatingIfNeeded: stats.opened) }
         return c
     }
 
@@ -89,7 +98,10 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
             active[i] = open()
         }
         // Closed connections report nothing more; keep the last few only until the loop has moved on.
-        if retired.count > 64 { retired.removeFirst(retired.count - 64) }
+        if retired.count > 64 {
+            for c in retired.prefix(retired.count - 64) { connectionNumbers[ObjectIdentifier(c)] = nil }
+            retired.removeFirst(retired.count - 64)
+        }
     }
 
     private func scheduleReconnect(afterMilliseconds ms: UInt64) {
@@ -131,6 +143,7 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         slotToken[Int(slot)] = Int32(truncatingIfNeeded: tokenIndex)
         let ctx = config.requestContext(sequence: sequence, tokenIndex: tokenIndex)
         let length = config.template.encodedLength(ctx)
+        slotBytes[Int(slot)] = Int32(truncatingIfNeeded: length)
         if length > clientConfig.bodyCapacity || (!config.sendOversize && length > config.payloadLimit) { return .oversize }
         refreshHead()
         let encoder = self.encoder
@@ -175,7 +188,14 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         if pruned.capacity > 0 && Reasons.meansTokenGone(status: response.status, reason: reason) {
             pruneToken(Int(slotToken[Int(slot)]))
         }
-        core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt)
+        if core.requestLog != nil {
+            core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt,
+                           detail: ResponseDetail(connection: connectionNumbers[ObjectIdentifier(connection)] ?? 0,
+                                                  tokenIndex: slotToken[Int(slot)], requestBytes: slotBytes[Int(slot)],
+                                                  responseBytes: Int32(truncatingIfNeeded: response.body.count)))
+        } else {
+            core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt)
+        }
         preferred = connection
         if let onResponse { onResponse() } else { onChange() }
         preferred = nil

@@ -45,7 +45,8 @@ public struct CapacityCommand: PushbenchCommand {
     /// Options of `pushbench run` that the search sets itself, or has as its own (a step is judged by the
     /// search's objectives, not a run's).
     static let setByTheSearch: Set<String> = ["--rps", "--duration", "--requests", "--stages", "--rate-file", "--encoder",
-                                              "--slo", "--abort-on-slo", "--slo-grace", "--junit"]
+                                              "--slo", "--abort-on-slo", "--slo-grace", "--junit",
+                                              "--log", "--log-sample", "--log-slower-than"]
 
     public static var options: OptionTable<CapacityOptions> {
         var own: [Option<CapacityOptions>] = [

@@ -29,7 +29,7 @@ public struct PipelineCommand: PushbenchCommand {
         "--cacert", "--insecure", "--cert", "--key", "--rps", "--stages", "--rate-file", "--duration", "--warmup", "--requests",
         "--connections", "--streams", "--threads", "--tokens", "--out", "--label", "--retry", "--seed", "--pace-quantum",
         "--gateway-arg", "--segment", "--start-at", "--start-late-ok", "--quiet", "--json", "--metrics-listen",
-        "--slo", "--abort-on-slo", "--slo-grace", "--junit",
+        "--slo", "--abort-on-slo", "--slo-grace", "--junit", "--log", "--log-sample", "--log-slower-than",
     ]
 
     public static var options: OptionTable<RunOptions> {

@@ -156,6 +156,8 @@ struct PipelineExecution {
         let tap = PipelineTap(prefix: prefix, threads: config.threads)
         config.pipeline = tap
         let drainNs = UInt64(options.pipeline.drainSeconds * 1e9)
+        let requestLog = try run.openRequestLog(threads: config.threads)
+        config.requestLog = requestLog
         let pipeline = PipelineRun(config: config, tap: tap, correlator: correlator, drainNs: drainNs)
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds, targetRPS: config.rate)
@@ -173,6 +175,7 @@ struct PipelineExecution {
                                      poll: { t0 in pipeline.poll(t0: t0) })
         } catch {
             display.finish()
+            requestLog?.finish()
             throw Failure(error)
         }
         display.finish()
@@ -184,6 +187,7 @@ struct PipelineExecution {
         let gatewayStats = egress.stop()
         let counts = pipeline.finish(t0: result.t0Ns)
         var record = run.makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
+        run.closeRequestLog(requestLog, record: &record)
         let endToEnd = pipeline.ledger!.endToEnd
         record.extra.append(("pipeline", json(counts, endToEnd: endToEnd, fanOut: template.fanOut, prefix: prefix,
                                               overflow: pipeline.overflow)))

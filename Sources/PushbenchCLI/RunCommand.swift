@@ -185,6 +185,12 @@ public struct RunOptions: Equatable, Sendable {
     public var sloGraceSeconds: Double = 5
     /// `--junit FILE`: the verdicts as JUnit XML.
     public var junitFile: String?
+    /// `--log FILE`: a CSV record per request.
+    public var logFile: String?
+    /// `--log-sample`: the fraction of requests logged.
+    public var logSample: Double = 1
+    /// `--log-slower-than` in seconds: only requests whose corrected latency reached it are logged.
+    public var logSlowerThanSeconds: Double = 0
 
     /// The defaults.
     public init() {}
@@ -480,6 +486,25 @@ public struct RunCommand: PushbenchCommand {
                 guard d >= 1, d == d.rounded() else { throw UsageError("\(name): '\(text)' is not a whole number of seconds (1s or more)") }
                 return d
             },
+            .value("--log", "FILE", \.logFile,
+                   help: "write a CSV line per request to FILE (intended, sent and answer times, connection, stream, status, reason, apns-id, token, bytes), off the driver threads; 'pushbench report RUN --slowest N' reads it") {
+                text, name throws(UsageError) in try Self.fileName(text, name)
+            },
+            .value("--log-sample", "FRACTION", \.logSample, default: "1",
+                   help: "with --log: log this fraction of the requests (0.01 or 1%), the same requests every run") {
+                text, name throws(UsageError) in
+                do throws(QuantityError) {
+                    let f = try Quantity.fraction(text)
+                    guard f > 0 else { throw QuantityError("'\(text)' logs nothing") }
+                    return f
+                } catch {
+                    throw UsageError("\(name): \(error.message)")
+                }
+            },
+            .value("--log-slower-than", "T", \.logSlowerThanSeconds, default: "0s",
+                   help: "with --log: log only requests whose corrected latency reached T") {
+                text, name throws(UsageError) in try ValueParser.duration(text, option: name)
+            },
             .value("--junit", "FILE", \.junitFile,
                    help: "write the objectives' verdicts as JUnit XML (one test case each) for CI; with GITHUB_STEP_SUMMARY set, the summary and verdicts are appended to it as Markdown") {
                 text, name throws(UsageError) in try Self.fileName(text, name)
@@ -509,6 +534,13 @@ public struct RunCommand: PushbenchCommand {
             throw UsageError("--slo: judges one run, not several --encoder variants compared")
         }
         if a.contains("--slo-grace") && !o.abortOnSLO { throw UsageError("--slo-grace: only applies with --abort-on-slo") }
+        if o.logFile == nil {
+            for option in ["--log-sample", "--log-slower-than"] where a.contains(option) {
+                throw UsageError("\(option): only applies with --log FILE")
+            }
+        } else if o.encoderVariants.count > 1 {
+            throw UsageError("--log: logs one run, not several --encoder variants compared")
+        }
     }
 
     /// The validated options.

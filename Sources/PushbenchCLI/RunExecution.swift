@@ -219,6 +219,8 @@ struct RunExecution {
         defer { refresher?.stop() }
         config.accessTokens = refresher?.source
 
+        let requestLog = try openRequestLog(threads: config.threads)
+        config.requestLog = requestLog
         var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds,
                                       targetRPS: config.rate)
         let metrics = try startMetrics(label: label, target: authority, targetRPS: config.rate)
@@ -234,6 +236,7 @@ struct RunExecution {
                                      shouldStop: { interruptRequested.load(ordering: .relaxed) || abort() })
         } catch {
             display.finish()
+            requestLog?.finish()
             throw Failure(error)
         }
         display.finish()
@@ -242,7 +245,9 @@ struct RunExecution {
             printError("pushbench run: every token was answered as gone (\(result.stats.pruned.count) pruned); the run stopped early")
         }
 
-        return (result, makeRecord(result, config: config, label: label, gatewayStats: gatewayStats), gatewayStats)
+        var record = makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
+        closeRequestLog(requestLog, record: &record)
+        return (result, record, gatewayStats)
     }
 
     /// The `--metrics-listen` endpoint, listening before any traffic (exit 2 when it cannot), or nil.
