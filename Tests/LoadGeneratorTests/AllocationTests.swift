@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import CAllocCounter
 @testable import LoadGenerator
@@ -23,12 +24,18 @@ private final class RingPort: RequestPort {
 }
 
 @Suite struct AllocationTests {
-    @Test func driverPerRequestPathAllocatesNothing() {
+    /// With `log`, every request's `--log` record is queued too (the ring drained between windows, as
+    /// the writer thread would).
+    @Test(arguments: [false, true])
+    func driverPerRequestPathAllocatesNothing(log: Bool) {
         #expect(pb_alloc_counter_active() != 0)
         let clock = ManualClock()
         let streams = 64
         let core = DriverCore(plan: DriverPlan(rate: 50_000, durationNs: 10_000_000_000, retries: 1, capacity: streams),
                               clock: clock, recorder: Recorder())
+        let ring = SPSCRing<RequestLogRecord>(capacity: 1 << 14)
+        if log { core.requestLog = ring }
+        var logged = 0
         let port = RingPort(streams: streams)
         core.attach(port)
         core.begin(at: clock.time)
@@ -48,14 +55,20 @@ private final class RingPort: RequestPort {
             }
         }
         cycle(2_000)   // warm up: runtime metadata, first-use paths
+        logged += ring.drain { _ in }
         var best = UInt64.max
         for _ in 0..<5 {
             pb_alloc_reset()
             cycle(1_000)   // 20 ms of schedule: no second boundary is crossed inside a run
             best = min(best, pb_alloc_count())
+            logged += ring.drain { _ in }
         }
         #expect(best == 0)
         #expect(core.recorder.measured.completed > 5_000)
+        // Every answer and every final transport error was queued, none refused.
+        #expect(ring.refused == 0)
+        let r = core.recorder.measured, w = core.recorder.warmup
+        #expect(logged == (log ? Int(r.completed + r.transportErrors + w.completed + w.transportErrors) : 0))
     }
 
     /// Closing a second on the driver thread hands its histograms over, copied into a spare pair, and
@@ -101,8 +114,10 @@ import PushTransport
     /// the pool, the zerocopy encoder writing into the stream slot, the transport. Counted on this thread;
     /// nghttp2's own allocations (its stream objects, counted by the loop's nghttp2_mem) are subtracted.
     /// With `topics`, the tokens come from a file whose lines name topics, so `apns-topic` is written per request.
-    @Test(arguments: [false, true])
-    func clientPathOverLoopbackAllocatesNothingOutsideNghttp2(topics: Bool) throws {
+    /// With `log`, the pool hands each answer's connection, stream, token and sizes to the core, which
+    /// queues a `--log` record (a RequestLog whose writer is not started; the test drains its ring).
+    @Test(arguments: [(false, false), (true, false), (false, true)])
+    func clientPathOverLoopbackAllocatesNothingOutsideNghttp2(topics: Bool, log: Bool) throws {
         let gateway = try EmbeddedGateway.start(GatewayConfiguration.parse([]))
         defer { gateway.stop() }
         let synthetic = DeviceTokens(synthetic: 100, seed: 3)
@@ -111,13 +126,33 @@ import PushTransport
         var config = LoadConfiguration(host: gateway.host, port: gateway.port, template: .defaultAPNs(), tokens: tokens)
         config.connections = 2
         config.streams = 32
+        let logFile = {
+            let d = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-test-\(UUID().uuidString)")
+            try? FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+            return d
+        }().appendingPathComponent("log.csv")
+        defer { try? FileManager.default.removeItem(at: logFile.deletingLastPathComponent()) }
+        let requestLog = log ? try RequestLog(path: logFile.path, threads: 1, filter: RequestLogFilter(), seed: 1, apnsIDs: true,
+                                              capacity: 1 << 15) : nil
+        config.requestLog = requestLog
         let path = try ClientPath(config)
         defer { path.close() }
+        if let requestLog { path.core.requestLog = requestLog.rings[0] }
+        var records: [RequestLogRecord] = []
+        records.reserveCapacity(1 << 15)
+        func drain() { requestLog?.rings[0].drain { records.append($0) } }
         #expect(path.serve(3_000))   // warm up: slots, HPACK tables, buffers reach their steady size
-        let best = path.allocationsOutsideNghttp2()
+        drain()
+        let best = path.allocationsOutsideNghttp2(check: drain)
         // A few allocations per window are the run(until:) helper's own timer and a second's timeline entry;
         // one per request would be 2000.
         #expect(best <= 20, "\(best) allocations outside nghttp2 for 2000 requests")
         #expect(path.core.recorder.measured.succeeded >= 9_000)
+        if log {
+            #expect(records.count >= 9_000 && requestLog?.dropped == 0)
+            #expect(records.allSatisfy { $0.connection >= 1 && $0.connection <= 2 && $0.stream > 0 && $0.stream % 2 == 1 })
+            #expect(records.allSatisfy { $0.status == 200 && $0.requestBytes > 0 && $0.answered >= $0.sent && $0.sent >= $0.intended })
+            #expect(Set(records.map(\.sequence)).count == records.count)
+        }
     }
 }

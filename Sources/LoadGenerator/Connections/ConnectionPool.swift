@@ -95,6 +95,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         guard let tokenIndex = connections.token(sequence: sequence, slot: slot) else { return .noStream }
         let ctx = config.requestContext(sequence: sequence, tokenIndex: tokenIndex)
         let length = config.template.encodedLength(ctx)
+        connections.sent(slot: slot, bytes: length)
         if length > clientConfig.slotBodyCapacity || (!config.sendOversize && length > config.payloadLimit) {
             return .oversize
         }
@@ -150,7 +151,13 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body, complete: whole) : 0
         let slot = Int32(truncatingIfNeeded: response.context)
         connections.answered(slot: slot, status: response.status, reason: reason)
-        core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
+        if core.requestLog != nil {
+            core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed,
+                           detail: connections.detail(slot: slot, connection: connection, stream: response.streamID,
+                                                      responseBytes: response.bodyLength))
+        } else {
+            core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
+        }
         preferred = connection
         if let onResponse { onResponse() } else { onChange() }
         preferred = nil

@@ -86,6 +86,7 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         guard let tokenIndex = connections.token(sequence: sequence, slot: slot) else { return .noStream }
         let ctx = config.requestContext(sequence: sequence, tokenIndex: tokenIndex)
         let length = config.template.encodedLength(ctx)
+        connections.sent(slot: slot, bytes: length)
         if length > clientConfig.bodyCapacity || (!config.sendOversize && length > config.payloadLimit) { return .oversize }
         refreshHead()
         let encoder = self.encoder
@@ -121,7 +122,12 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body) : 0
         let slot = Int32(truncatingIfNeeded: response.context)
         connections.answered(slot: slot, status: response.status, reason: reason)
-        core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt)
+        if core.requestLog != nil {
+            core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt,
+                           detail: connections.detail(slot: slot, connection: connection, responseBytes: response.body.count))
+        } else {
+            core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt)
+        }
         preferred = connection
         if let onResponse { onResponse() } else { onChange() }
         preferred = nil

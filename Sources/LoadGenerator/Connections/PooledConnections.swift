@@ -71,6 +71,9 @@ final class PooledConnections<Connection: PoolConnection> {
     private(set) var tokensExhausted = false
     // Token index of the request in each slot (the pick may skip pruned tokens, so it is not seq mod count).
     private let slotToken: UnsafeMutablePointer<Int32>
+    // For `--log`: body bytes of the request in each slot, and each connection's number (in the order opened).
+    private let slotBytes: UnsafeMutablePointer<Int32>
+    private var connectionNumbers: [ObjectIdentifier: Int32] = [:]
 
     init(config: LoadConfiguration, driver: DriverCore, slots: Int) {
         self.config = config
@@ -78,9 +81,14 @@ final class PooledConnections<Connection: PoolConnection> {
         pruned = TokenSet(capacity: config.pruneGoneTokens ? config.tokens.count : 0)
         slotToken = .allocate(capacity: slots)
         slotToken.initialize(repeating: 0, count: slots)
+        slotBytes = .allocate(capacity: slots)
+        slotBytes.initialize(repeating: 0, count: slots)
     }
 
-    deinit { slotToken.deallocate() }
+    deinit {
+        slotToken.deallocate()
+        slotBytes.deallocate()
+    }
 
     /// Opens every connection with `open`, and makes the reconnect timer, which calls `reconnect`.
     func connectAll(loop: EventLoop, open: () -> Connection, reconnect: @escaping () -> Void) {
@@ -91,6 +99,7 @@ final class PooledConnections<Connection: PoolConnection> {
     private func opened(_ c: Connection) -> Connection {
         config.connect(c)
         stats.opened += 1
+        if config.requestLog != nil { connectionNumbers[ObjectIdentifier(c)] = Int32(truncatingIfNeeded: stats.opened) }
         return c
     }
 
@@ -107,6 +116,7 @@ final class PooledConnections<Connection: PoolConnection> {
             guard closed.contains(id) else { return false }
             dead.remove(id)
             closed.remove(id)
+            connectionNumbers[id] = nil
             return true
         }
     }
@@ -143,6 +153,16 @@ final class PooledConnections<Connection: PoolConnection> {
         }
         slotToken[Int(slot)] = Int32(truncatingIfNeeded: tokenIndex)
         return tokenIndex
+    }
+
+    /// Remembers the body length of `slot`'s request, for the request log.
+    @inline(__always)
+    func sent(slot: Int32, bytes: Int) { slotBytes[Int(slot)] = Int32(truncatingIfNeeded: bytes) }
+
+    /// What the request log keeps of `slot`'s answer on `c`.
+    func detail(slot: Int32, connection c: Connection, stream: Int32 = 0, responseBytes: Int) -> ResponseDetail {
+        ResponseDetail(connection: connectionNumbers[ObjectIdentifier(c)] ?? 0, stream: stream, tokenIndex: slotToken[Int(slot)],
+                       requestBytes: slotBytes[Int(slot)], responseBytes: Int32(truncatingIfNeeded: responseBytes))
     }
 
     /// Prunes the token of `slot`'s request when its answer says the token is gone; when that was the

@@ -124,22 +124,6 @@ public enum TickAction: Sendable, Equatable {
     case finish
 }
 
-/// A request in a slot of the in-flight table, or waiting in the retry ring for its resend.
-struct InFlightRequest {
-    /// Global sequence number.
-    var sequence: Int64
-    /// Intended send time (the schedule's, kept across resends).
-    var intended: UInt64
-    /// Actual send time of the current attempt.
-    var sent: UInt64
-    /// Resends so far.
-    var attempt: UInt8
-    /// The phase it belongs to.
-    var phase: Phase
-    /// What cut off its last attempt (meaningful in the retry ring only).
-    var cause: TransportErrorCause
-}
-
 /// One driver thread's scheduling and accounting, as a state machine without I/O: the pacer, the
 /// backlog of due-but-unsent requests (each keeps its intended time), the retry queue, the slot table
 /// of requests in flight, the recording of every outcome, and when the run drains and ends. The
@@ -238,6 +222,11 @@ public final class DriverCore {
 
     /// Where a pipeline run hears of each front-door answer (nil outside a pipeline run).
     var answers: SPSCRing<FrontDoorAnswer>?
+    /// Where this thread's `--log` records go (nil without a log), which requests are logged, and the
+    /// thread's number in them.
+    var requestLog: SPSCRing<RequestLogRecord>?
+    var logFilter = RequestLogFilter()
+    var logThread: UInt8 = 0
 
     /// Connects the core to the pool it sends through (not retained: the runtime owns both).
     public func attach(_ port: any RequestPort) { self.port = port }
@@ -390,9 +379,16 @@ public final class DriverCore {
 
     /// ``responded(slot:status:reason:)`` with the time the response arrived (monotonic ns, the same clock),
     /// as the transport stamped it when it read the bytes.
-    public func responded(slot: Int32, status: Int, reason: Int, at now: UInt64) {
+    public func responded(slot: Int32, status: Int, reason: Int, at now: UInt64, detail: ResponseDetail = ResponseDetail()) {
         let r = slots[Int(slot)]
         if let answers { answers.push(FrontDoorAnswer(index: r.sequence, status: UInt16(clamping: status), answeredAt: now)) }
+        if let requestLog, logFilter.keeps(sequence: r.sequence, latencyNs: now > r.intended ? now - r.intended : 0) {
+            requestLog.push(RequestLogRecord(sequence: r.sequence, intended: r.intended, sent: r.sent, answered: now,
+                                             tokenIndex: detail.tokenIndex, connection: detail.connection, stream: detail.stream,
+                                             requestBytes: detail.requestBytes, responseBytes: detail.responseBytes,
+                                             status: UInt16(clamping: status), reason: UInt16(clamping: reason), thread: logThread,
+                                             attempt: r.attempt, phase: UInt8(r.phase.rawValue)))
+        }
         recorder.recordResponse(r.phase, status: status, reason: reason,
                                 latencyNs: now > r.intended ? now - r.intended : 0,
                                 serviceNs: now > r.sent ? now - r.sent : 0, at: now)
@@ -416,7 +412,13 @@ public final class DriverCore {
             retryRing[(retryHead + retryCount) % plan.capacity] = r
             retryCount += 1
         } else {
-            recorder.recordTransportError(r.phase, cause: cause, at: clock.now())
+            let now = clock.now()
+            recorder.recordTransportError(r.phase, cause: cause, at: now)
+            if let requestLog, logFilter.keeps(sequence: r.sequence, latencyNs: now > r.intended ? now - r.intended : 0) {
+                requestLog.push(RequestLogRecord(sequence: r.sequence, intended: r.intended, sent: r.sent, answered: now, status: 0,
+                                                 reason: UInt16(clamping: cause.rawValue), thread: logThread, attempt: r.attempt,
+                                                 phase: UInt8(r.phase.rawValue)))
+            }
         }
         release(slot)
     }

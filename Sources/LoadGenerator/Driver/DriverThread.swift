@@ -74,6 +74,11 @@ final class DriverThread<Pool: DriverPool> {
                               schedule: config.schedule, segment: config.segment, segments: config.segments)
         core = DriverCore(plan: plan, clock: MonotonicClock.shared, recorder: Recorder(live: shared.live[index], outbox: shared.outboxes[index]))
         core.answers = config.pipeline?.answers[index]
+        if let log = config.requestLog {
+            core.requestLog = log.rings[index]
+            core.logFilter = log.filter
+            core.logThread = UInt8(truncatingIfNeeded: index)
+        }
         connectDeadline = MonotonicClock.nanoseconds() + config.connectTimeoutMilliseconds * 1_000_000 + 500_000_000
         // The pool and the pacing timer are this thread's own and never outlive it, so their per-request
         // callbacks take self unowned(unsafe): no reference count touched per call.

@@ -125,6 +125,9 @@ public struct LoadConfiguration: Sendable {
     /// A pipeline run's taps: the correlation prefix the body carries and where each driver thread
     /// reports its front-door answers (nil outside a pipeline run).
     public var pipeline: PipelineTap?
+    /// `--log FILE`: where each driver thread queues its request records (nil: no log). The caller
+    /// opens it before the run and finishes it after; the run starts its writer at t0.
+    public var requestLog: RequestLog?
     /// Builds each driver thread's payload encoder; nil uses `makePayloadEncoder`. A seam for tests
     /// (``EncoderStandIn``), not a user option.
     public var encoderFactory: (@Sendable (EncoderVariant, PayloadTemplate) -> any PayloadEncoder)?

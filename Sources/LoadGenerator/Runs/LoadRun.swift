@@ -162,6 +162,7 @@ public enum LoadRun {
         let wallT0 = Date(timeIntervalSince1970: Double(t0Unix) / 1e9)
         let measuredStart = wallT0.addingTimeInterval(Double(config.warmupNs) / 1e9)
         let collector = TimelineCollector(outboxes: shared.outboxes, target: ScheduleTarget(config), sink: timeline(measuredStart))
+        config.requestLog?.start(t0: t0)
         shared.startNs.store(t0, ordering: .releasing)
         var interrupted = false
         var nextReport = t0 + 1_000_000_000

@@ -8,7 +8,7 @@ import PushVocabulary
 /// let c = try RunComparison(base: base.summary, new: new.summary, thresholds: ["p99": 5])
 /// print(c.render(markdown: false)); exit(c.regressed ? 1 : 0)
 /// ```
-public struct RunComparison {
+public struct RunComparison: Sendable {
     /// A comparable metric of summary.json.
     public struct Metric: Sendable {
         /// Name used on the command line (`--threshold p99=5`).
@@ -210,19 +210,22 @@ public struct RunComparison {
         return out
     }
 
-    static func number(_ v: Double?) -> String {
+    /// A figure as the table shows it.
+    public static func number(_ v: Double?) -> String {
         guard let v else { return "-" }
         if v == v.rounded() && abs(v) < 1e15 { return ReportChart.grouped(v) }
         return String(format: "%.2f", v)
     }
 
-    static func change(_ r: Row) -> String {
+    /// A row's change as the table shows it.
+    public static func change(_ r: Row) -> String {
         guard let b = r.base, let n = r.new else { return "-" }
         if let p = r.changePercent { return String(format: "%+.2f%%", p) }
         return b == n ? "0" : String(format: "%+g", n - b)
     }
 
-    static func threshold(_ r: Row) -> String {
+    /// A row's threshold as the table shows it.
+    public static func threshold(_ r: Row) -> String {
         guard let t = r.threshold else { return "-" }
         if t == 0 { return r.metric.higherIsBetter ? "any drop" : "any rise" }
         return (r.metric.higherIsBetter ? "-" : "+") + String(format: "%g%%", t)
@@ -240,6 +243,8 @@ public enum CompareTool {
         public var output: String
         /// The error (stderr), naming the file or option and the reason.
         public var error: String?
+        /// The comparison made (nil on bad input).
+        public var comparison: RunComparison? = nil
     }
 
     /// Compares BASE and NEW (run folders or summary.json files) with `thresholdSpecs` (`METRIC=PCT`).
@@ -267,6 +272,6 @@ public enum CompareTool {
         }
         let c = RunComparison(base: b.summary, new: n.summary, thresholds: thresholds,
                               baseName: b.runID.isEmpty ? "BASE" : b.runID, newName: n.runID.isEmpty ? "NEW" : n.runID)
-        return Outcome(status: c.regressed ? 1 : 0, output: c.render(markdown: markdown), error: nil)
+        return Outcome(status: c.regressed ? 1 : 0, output: c.render(markdown: markdown), error: nil, comparison: c)
     }
 }

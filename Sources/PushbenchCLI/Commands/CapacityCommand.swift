@@ -15,6 +15,8 @@ struct CapacityOptions: Equatable, Sendable {
     var stepSeconds = 10.0
     /// `--resolution`: the bisection stops when the rate that held and the one that failed are this close.
     var resolution = 0.02
+    /// `--junit FILE`: a JUnit test case per objective, judged at the answer.
+    var junitFile: String?
 }
 
 /// `pushbench capacity`: the highest constant rate at which every objective holds, found by running steps.
@@ -40,8 +42,11 @@ struct CapacityCommand: PushbenchCommand {
         3 target unreachable.
         """
 
-    /// Options of `pushbench run` that the search sets itself.
-    static let setByTheSearch: Set<String> = ["--rps", "--duration", "--requests", "--stages", "--rate-file", "--encoder"]
+    /// Options of `pushbench run` that the search sets itself, or has as its own (a step is judged by the
+    /// search's objectives, not a run's).
+    static let setByTheSearch: Set<String> = ["--rps", "--duration", "--requests", "--stages", "--rate-file", "--encoder",
+                                              "--slo", "--abort-on-slo", "--slo-grace", "--junit",
+                                              "--log", "--log-sample", "--log-slower-than"]
 
     static var options: OptionTable<CapacityOptions> {
         var own: [Option<CapacityOptions>] = [
@@ -71,6 +76,10 @@ struct CapacityCommand: PushbenchCommand {
                     throw UsageError("\(name): \(error.message)")
                 }
             },
+            .value("--junit", "FILE", \.junitFile,
+                   help: "write JUnit XML for CI: a test case per objective, passed when some rate held them all (the answer's figures in the message); with GITHUB_STEP_SUMMARY set, the answer and the steps are appended to it") {
+                text, name throws(UsageError) in try RunCommand.fileName(text, name)
+            },
         ]
         // The run's options, for each step (parsed again by `pushbench run`'s own table, so they are
         // checked exactly as a run checks them).
@@ -93,34 +102,21 @@ struct CapacityCommand: PushbenchCommand {
         }
     }
 
-    /// `p99<5ms`, `p99.9<10ms`, `max<50ms`, `error_rate<0.1%`.
+    /// `p99<5ms`, `p99.9<10ms`, `max<50ms`, `error_rate<0.1%`: `--slo` as `run` reads it
+    /// (``RunObjective/parse(_:)``), limited to what a step is judged by.
     static func objective(_ text: String, option: String) throws(UsageError) -> CapacityObjective {
-        let parts = text.split(separator: "<", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 2 else {
-            throw UsageError("\(option): '\(text)' is not METRIC<LIMIT (as in p99<5ms or error_rate<0.1%)")
+        let o: RunObjective
+        do throws(ObjectiveError) { o = try RunObjective.parse(text) } catch {
+            throw UsageError("\(option): \(error.description)")
         }
-        let (metric, limit) = (parts[0], parts[1])
-        if metric == "error_rate" {
-            do throws(QuantityError) {
-                return CapacityObjective(metric: .errorRate, limit: try Quantity.fraction(limit), description: text)
-            } catch {
-                throw UsageError("\(option): \(text): \(error.message)")
-            }
+        guard o.windowSeconds == nil, !o.inclusive else {
+            throw UsageError("\(option): '\(text)': a capacity step is judged over the whole step by METRIC<LIMIT (no 'per T', no '<=')")
         }
-        let percentile: Double
-        switch metric {
-        case "max": percentile = 100
-        case "p50", "p90", "p99", "p99.9", "p999", "p99.99", "p9999":
-            percentile = ["p50": 50, "p90": 90, "p99": 99, "p99.9": 99.9, "p999": 99.9, "p99.99": 99.99, "p9999": 99.99][metric]!
+        switch o.metric {
+        case .latency(let p): return CapacityObjective(metric: .latency(percentile: p), limit: o.limit, description: text)
+        case .errorRate: return CapacityObjective(metric: .errorRate, limit: o.limit, description: text)
         default:
-            throw UsageError("\(option): '\(metric)' is not a metric (p50, p90, p99, p99.9, p99.99, max, error_rate)")
-        }
-        do throws(QuantityError) {
-            let d = try Quantity.duration(limit, bareNumber: .refused)
-            guard d.nanoseconds >= 1_000 else { throw QuantityError("'\(limit)' is under 1 µs, the histograms' resolution") }
-            return CapacityObjective(metric: .latency(percentile: percentile), limit: d.nanoseconds / 1_000, description: text)
-        } catch {
-            throw UsageError("\(option): \(text): \(error.message)")
+            throw UsageError("\(option): '\(o.metricName)' is not a metric of a capacity step (p50, p90, p99, p99.9, p99.99, max, error_rate)")
         }
     }
 
@@ -139,7 +135,7 @@ struct CapacityCommand: PushbenchCommand {
         guard o.max >= o.min else { throw UsageError("--max: \(o.max) is below --min \(o.min)") }
         // The steps' run options, checked by `pushbench run`'s own rules, each at a constant rate.
         var args: [String] = []
-        let runNames = Set(RunCommand.options.options.map(\.name))
+        let runNames = Set(RunCommand.options.options.map(\.name)).subtracting(Self.setByTheSearch)
         for (name, value) in a.given where runNames.contains(name) {
             args.append(name)
             if let value { args.append(value) }

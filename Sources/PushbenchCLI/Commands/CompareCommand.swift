@@ -6,6 +6,8 @@ struct CompareOptions: Equatable, Sendable {
     var thresholds: [String: Double] = [:]
     /// `--markdown`.
     var markdown = false
+    /// `--junit FILE`: a JUnit test case per compared metric.
+    var junitFile: String?
 }
 
 /// `pushbench compare`: compare two runs; exit 1 when NEW regresses past a threshold.
@@ -37,6 +39,10 @@ struct CompareCommand: PushbenchCommand {
                 }
             },
             .flag("--markdown", \.markdown, help: "print a Markdown table fit for a CI comment"),
+            .value("--junit", "FILE", \.junitFile,
+                   help: "write JUnit XML for CI: a test case per metric, failed when it regressed past its threshold (both values and the change in the message); with GITHUB_STEP_SUMMARY set, the Markdown table is appended to it") {
+                text, name throws(UsageError) in try RunCommand.fileName(text, name)
+            },
         ])
     }
 
@@ -57,6 +63,22 @@ struct CompareCommand: PushbenchCommand {
         let outcome = CompareTool.run(base: base, new: new, thresholds: options.thresholds, markdown: options.markdown)
         if let error = outcome.error { printError("pushbench compare: \(error)") }
         if !outcome.output.isEmpty { printOut(String(outcome.output.dropLast(outcome.output.hasSuffix("\n") ? 1 : 0))) }
+        guard let c = outcome.comparison else { return outcome.status }
+        if let path = options.junitFile, let problem = Self.junit(c).write(to: path) {
+            printError("pushbench compare: \(problem)")
+            return 2
+        }
+        if let problem = StepSummary.append(c.render(markdown: true) + "\n") { printError("pushbench compare: WARNING: \(problem)") }
         return outcome.status
+    }
+
+    /// A test case per metric: failed when it regressed past its threshold.
+    static func junit(_ c: RunComparison) -> JUnitReport {
+        JUnitReport(suite: "pushbench compare \(c.baseName) \(c.newName)", seconds: 0, cases: c.rows.map { r in
+            let text = "BASE \(RunComparison.number(r.base)) NEW \(RunComparison.number(r.new)) change \(RunComparison.change(r))"
+                + " threshold \(RunComparison.threshold(r)): \(r.verdict.rawValue)"
+            return JUnitReport.Case(name: r.metric.name, className: "pushbench.compare",
+                                    failure: r.verdict == .regression ? "\(r.metric.label) regressed: \(text)" : nil, output: text)
+        })
     }
 }

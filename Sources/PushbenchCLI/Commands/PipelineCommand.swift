@@ -22,7 +22,7 @@ struct PipelineCommand: PushbenchCommand {
         EXIT STATUS: as run's: 0 the run completed (whatever was lost: read the pipeline section); 1 a
         failure; 2 bad input, found before any traffic; 3 the front door unreachable; 4 not one measured
         request was answered, or not one push reached the egress (the message says which); 5 results
-        written to a fallback folder.
+        written to a fallback folder; 6 the run completed and an objective (--slo) did not hold.
         """
 
     /// The options shared with `run`, with the meaning they have there.
@@ -30,6 +30,7 @@ struct PipelineCommand: PushbenchCommand {
         "--cacert", "--insecure", "--cert", "--key", "--rps", "--stages", "--rate-file", "--duration", "--warmup", "--requests",
         "--connections", "--streams", "--threads", "--tokens", "--out", "--label", "--retry", "--seed", "--pace-quantum",
         "--gateway-arg", "--segment", "--start-at", "--start-late-ok", "--quiet", "--json", "--metrics-listen",
+        "--slo", "--abort-on-slo", "--slo-grace", "--junit", "--log", "--log-sample", "--log-slower-than",
     ]
 
     static var options: OptionTable<RunOptions> {
@@ -115,6 +116,7 @@ struct PipelineCommand: PushbenchCommand {
         if o.requests != nil && !a.contains("--warmup") { o.warmupSeconds = 0 }
         try RunCommand.checkSchedule(&o, a)
         try RunCommand.checkSegment(o)
+        try RunCommand.checkObjectives(o, a, pipeline: true)
         if o.requests != nil && a.contains("--duration") {
             throw UsageError("--duration: not with --requests (a run ends after N requests or after a duration; give one)")
         }

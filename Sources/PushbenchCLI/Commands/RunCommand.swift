@@ -21,7 +21,8 @@ struct RunCommand: PushbenchCommand {
         which); 2 bad input, found before any traffic (an option, a file, a results root that cannot take
         a run); 3 target unreachable; 4 the run completed but not one measured request was answered;
         5 the results could not be written under --out at the end and were written to a fallback folder
-        (the message names it). A run that did not keep its rate exits 0 with a warning on stderr.
+        (the message names it); 6 the run completed and an objective (--slo) did not hold (4 and 5 come
+        first). A run that did not keep its rate exits 0 with a warning on stderr, unless --slo rate_kept.
         """
 
     /// The validated options.
@@ -64,6 +65,7 @@ struct RunCommand: PushbenchCommand {
         if chosen.tokenChurnPerSecond != nil && chosen.target != nil {
             throw UsageError("--token-churn: only the embedded gateway can churn tokens, not with --target")
         }
+        try Self.checkObjectives(chosen, arguments, pipeline: false)
         try Self.checkTLS(chosen)
         chosen.providerTokens = try Self.providerTokens(chosen)
         chosen.embeddedGateway = try Self.embeddedGateway(chosen)

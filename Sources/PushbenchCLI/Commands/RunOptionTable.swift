@@ -236,6 +236,6 @@ extension RunCommand {
                 let (host, port) = try ValueParser.quantity(text, option: name, HostResolver.listenAddress)
                 return MetricsAddress(host: host, port: port)
             },
-        ])
+        ] + Self.objectiveOptions)
     }
 }

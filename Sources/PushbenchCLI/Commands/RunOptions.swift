@@ -78,6 +78,20 @@ struct RunOptions: Equatable, Sendable {
     var target: String?
     /// `pushbench pipeline`'s own options (unused by `run`).
     var pipeline = PipelineOptions()
+    /// `--slo` (repeatable): the objectives the run is judged by.
+    var objectives: [RunObjective] = []
+    /// `--abort-on-slo`: stop early once an objective has failed.
+    var abortOnSLO = false
+    /// `--slo-grace` in seconds: how long a whole-run objective may miss before `--abort-on-slo` stops the run.
+    var sloGraceSeconds: Double = 5
+    /// `--junit FILE`: the verdicts as JUnit XML.
+    var junitFile: String?
+    /// `--log FILE`: a CSV record per request.
+    var logFile: String?
+    /// `--log-sample`: the fraction of requests logged.
+    var logSample: Double = 1
+    /// `--log-slower-than` in seconds: only requests whose corrected latency reached it are logged.
+    var logSlowerThanSeconds: Double = 0
     /// `--tls`: the embedded gateway serves TLS with a generated certificate, which the run trusts.
     var tls = false
     /// `--cacert`: trust the CAs in this PEM file instead of the system's.

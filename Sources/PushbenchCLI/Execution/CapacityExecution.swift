@@ -111,6 +111,13 @@ struct CapacityExecution {
         }
         if base.json { printOut(report.json.render()) } else { printOut(sentence) }
         if !base.json && !base.quiet { printOut(folder.path) }
+        if let path = options.junitFile, let problem = report.junit(suite: "pushbench capacity \(folder.lastPathComponent)").write(to: path) {
+            printError("pushbench capacity: \(problem)")
+            return 1
+        }
+        if let problem = StepSummary.append(report.markdown + "\n") {
+            printError("pushbench capacity: WARNING: \(problem)")
+        }
         return 0
     }
 
@@ -367,5 +374,37 @@ struct CapacityReport {
                                     subtitle: subtitle, points: points, latencyName: plottedName,
                                     objective: plotted.objective.map { ($0.limit, $0.description) }, answer: answer?.rate.map(Double.init), knee: CapacityChart.knee(points))
         try Data(svg.utf8).write(to: folder.appendingPathComponent("capacity.svg"))
+    }
+}
+
+extension CapacityReport {
+    /// The step an objective is shown at: the answer's (the highest rate confirmed to hold), or without
+    /// one the lowest rate tried.
+    var judgedStep: CapacityExecution.StepRun? {
+        if let rate = answer?.rate, let held = runs.last(where: { $0.step.rate == rate && $0.verdict == .held }) { return held }
+        return runs.min { $0.step.rate < $1.step.rate }
+    }
+
+    /// JUnit XML: a test case per objective, passed when the search found a rate that held them all.
+    func junit(suite: String) -> JUnitReport {
+        let found = answer?.rate != nil
+        let step = judgedStep
+        let cases = objectives.map { o -> JUnitReport.Case in
+            let shown: RunObjective
+            var value: Double?
+            switch o.metric {
+            case .latency(let p):
+                shown = RunObjective(metric: .latency(percentile: p), limit: o.limit, description: o.description)
+                value = step.map { s in Double(s.step.latencyAt[p] ?? (p >= 100 ? s.record.latency.max : s.record.latency.valueAtPercentile(p))) }
+            case .errorRate:
+                shown = RunObjective(metric: .errorRate, limit: o.limit, description: o.description)
+                value = step?.step.errorRate
+            }
+            let at = step.map { "at \(CapacitySearch.grouped($0.step.rate)) rps" } ?? "no step ran"
+            let text = "\(at): measured \(value.map(shown.format) ?? "nothing"), limit \(shown.limitText)"
+            return JUnitReport.Case(name: o.description, className: "pushbench.capacity",
+                                    failure: found ? nil : "no rate held: \(sentence); \(text)", output: text)
+        }
+        return JUnitReport(suite: suite, seconds: seconds, cases: cases)
     }
 }

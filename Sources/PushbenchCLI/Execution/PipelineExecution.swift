@@ -61,10 +61,20 @@ struct PipelineExecution {
                          destination: ResultsDestination) throws(Failure) -> Int32 {
         let label = options.label
         var spool: TimelineSpool?
-        let measured = try measure(request: request, template: template, tokens: tokens, label: label) { startedAt in
+        let tracker = run.objectiveTracker()
+        var tee: ObjectiveSink?
+        var measured = try measure(request: request, template: template, tokens: tokens, label: label, timeline: { startedAt in
             spool = destination.openSpool(startedAt: startedAt, label: label)
-            return spool
+            tee = tracker.map { ObjectiveSink(inner: spool, tracker: $0) }
+            return tee ?? spool
+        }, abort: { tracker?.abortReason != nil })
+        if let tee, spool == nil { measured.record.intervals = tee.kept }
+        let c = measured.counts
+        let report = tracker.map {
+            ObjectiveReport(tracker: $0, record: measured.record,
+                            pipeline: .init(expected: c.expected, lost: c.lost, duplicated: c.duplicated, endToEnd: measured.endToEnd))
         }
+        if let report { measured.record.extra.append(("objectives", report.json)) }
         let folder: URL
         do { folder = try destination.write(measured.record, spool: spool) } catch {
             if !options.json { printError(ResultsWriter.summaryJSON(measured.record, runID: label).render()) }
@@ -75,17 +85,19 @@ struct PipelineExecution {
         } catch {
             throw Failure(status: 1, message: "writing the pipeline files in \(folder.path): \(error)")
         }
+        var summary: [String] = []
         if options.json {
             printOut(ResultsWriter.summaryJSON(measured.record, runID: folder.lastPathComponent).render())
         } else {
-            run.printSummary(measured.record, result: measured.result, folder: folder)
-            for line in summaryLines(measured) { printOut(line) }
+            summary = RunExecution.summaryLines(measured.record, result: measured.result, folder: folder.path,
+                                                warmupSeconds: options.warmupSeconds, tokenChurn: false,
+                                                runLines: run.runLines(measured.result)) + summaryLines(measured)
+            for line in summary { printOut(line) }
         }
         var warnings = RunExecution.warnings(measured.record, result: measured.result)
         if measured.overflow > 0 {
             warnings.append("\(measured.overflow) answers or pushes could not be queued for matching (the run's main thread fell behind); the pipeline counts are short by as many")
         }
-        let c = measured.counts
         let failures = measured.result.stats.connections.connectFailures
         if failures > 0 {
             warnings.append("the front door refused \(failures) connection\(failures == 1 ? "" : "s") during the run: the service stopped accepting them (did it exit?)"
@@ -99,7 +111,8 @@ struct PipelineExecution {
         }
         let status = RunExecution.closing(warnings: warnings, nothingMeasured: RunExecution.measuredNothing(measured.record, result: measured.result),
                                           destination: destination)
-        return status == 0 && nothingArrived ? RunExecution.measuredNothingStatus : status
+        return run.finishObjectives(report, status: status == 0 && nothingArrived ? RunExecution.measuredNothingStatus : status,
+                                    record: measured.record, summary: summary, folder: folder)
     }
 
     /// What a pipeline run measured.
@@ -120,7 +133,7 @@ struct PipelineExecution {
     }
 
     private func measure(request: RequestFile, template: PayloadTemplate, tokens: DeviceTokens, label: String,
-                         timeline: (Date) -> TimelineSink?) throws(Failure) -> Measured {
+                         timeline: (Date) -> TimelineSink?, abort: () -> Bool) throws(Failure) -> Measured {
         let egress = try startEgress()
         defer { egress.stop() }
         let prefix = egress.prefix
@@ -136,6 +149,8 @@ struct PipelineExecution {
         let tap = PipelineTap(prefix: prefix, threads: config.threads)
         config.pipeline = tap
         let drainNs = UInt64(options.pipeline.drainSeconds * 1e9)
+        let requestLog = try run.openRequestLog(threads: config.threads)
+        config.requestLog = requestLog
         let pipeline = PipelineRun(config: config, tap: tap, drainNs: drainNs, arrivals: egress.drain, refused: egress.refused)
 
         var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds, targetRPS: config.rate)
@@ -149,10 +164,11 @@ struct PipelineExecution {
                                          display.show(snapshot, elapsed: elapsed)
                                          metrics?.publish(snapshot, elapsed: elapsed)
                                      },
-                                     shouldStop: { interruptRequested.load(ordering: .relaxed) },
+                                     shouldStop: { interruptRequested.load(ordering: .relaxed) || abort() },
                                      poll: { t0 in pipeline.poll(t0: t0) })
         } catch {
             display.finish()
+            requestLog?.finish()
             throw Failure(error)
         }
         display.finish()
@@ -167,6 +183,7 @@ struct PipelineExecution {
         }
         let counts = pipeline.finish(t0: result.t0Ns)
         var record = run.makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
+        run.closeRequestLog(requestLog, record: &record)
         let endToEnd = pipeline.ledger!.endToEnd
         let warmup = pipeline.ledger!.warmup
         record.extra.append(("pipeline", json(counts, warmup: warmup, endToEnd: endToEnd,

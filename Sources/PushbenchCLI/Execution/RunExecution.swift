@@ -95,11 +95,18 @@ struct RunExecution {
                          limit: Int, destination: ResultsDestination) throws(Failure) -> Int32 {
         // Each second's results go to the run folder as the second closes (docs/results.md).
         var spool: TimelineSpool?
-        let (result, record, gatewayStats) = try measure(encoder: encoder, label: label, template: template, tokens: tokens, limit: limit,
+        let tracker = objectiveTracker()
+        var tee: ObjectiveSink?
+        var (result, record, gatewayStats) = try measure(encoder: encoder, label: label, template: template, tokens: tokens, limit: limit,
                                                          timeline: { startedAt in
                                                              spool = destination.openSpool(startedAt: startedAt, label: label)
-                                                             return spool
-                                                         })
+                                                             tee = tracker.map { ObjectiveSink(inner: spool, tracker: $0) }
+                                                             return tee ?? spool
+                                                         },
+                                                         abort: { tracker?.abortReason != nil })
+        if let tee, spool == nil { record.intervals = tee.kept }
+        let report = tracker.map { ObjectiveReport(tracker: $0, record: record) }
+        if let report { record.extra.append(("objectives", report.json)) }
         let folder: URL
         do { folder = try destination.write(record, spool: spool) } catch {
             // Nothing measured is lost: the summary goes to the terminal when no folder can take it.
@@ -113,13 +120,49 @@ struct RunExecution {
             }
         }
         // --quiet hides the progress line only; the summary and the folder written are the run's answer.
+        var summary: [String] = []
         if options.json {
             printOut(ResultsWriter.summaryJSON(record, runID: folder.lastPathComponent).render())
         } else {
-            printSummary(record, result: result, folder: folder)
+            summary = Self.summaryLines(record, result: result, folder: folder.path, warmupSeconds: options.warmupSeconds,
+                                        tokenChurn: options.tokenChurnPerSecond != nil, runLines: runLines(result))
+            for line in summary { printOut(line) }
         }
-        return Self.closing(warnings: Self.warnings(record, result: result), nothingMeasured: Self.measuredNothing(record, result: result),
-                            destination: destination)
+        let status = Self.closing(warnings: Self.warnings(record, result: result), nothingMeasured: Self.measuredNothing(record, result: result),
+                                  destination: destination)
+        return finishObjectives(report, status: status, record: record, summary: summary, folder: folder)
+    }
+
+    /// The tracker of `--slo`, or nil without objectives.
+    func objectiveTracker() -> ObjectiveTracker? {
+        options.objectives.isEmpty ? nil
+            : ObjectiveTracker(objectives: options.objectives, abortAfterSeconds: options.abortOnSLO ? Int(options.sloGraceSeconds) : nil)
+    }
+
+    /// The objectives' ending: the verdict table (stdout, or stderr with --json), why the run stopped
+    /// early, the JUnit file, the GitHub job summary; exit 6 when an objective failed and `status` is 0.
+    /// Without objectives, `--junit` writes a report of no test cases and the job summary still gets the
+    /// end summary.
+    func finishObjectives(_ report: ObjectiveReport?, status: Int32, record: RunRecord, summary: [String], folder: URL) -> Int32 {
+        let command = options.pipeline.requestFile == nil ? "run" : "pipeline"
+        if let report {
+            if options.json { for line in report.lines { printError(line) } } else { for line in report.lines { printOut(line) } }
+            if let why = report.abortReason { printError("pushbench \(command): stopped early (--abort-on-slo): \(why)") }
+        }
+        var status = status
+        let verdicts = report ?? ObjectiveReport(verdicts: [])
+        if let path = options.junitFile,
+           let problem = JUnitReport(suite: "pushbench \(command) \(folder.lastPathComponent)", seconds: record.measuredSeconds,
+                                     cases: verdicts.junitCases).write(to: path) {
+            printError("pushbench \(command): \(problem)")
+            if status == 0 { status = 1 }
+        }
+        let lines = summary.isEmpty ? ["\(folder.path)"] : summary
+        let markdown = "### pushbench \(command) \(folder.lastPathComponent)\n\n```\n" + lines.joined(separator: "\n") + "\n```\n\n"
+            + (report.map { $0.markdown + "\n" } ?? "")
+        if let problem = StepSummary.append(markdown) { printError("pushbench \(command): WARNING: \(problem)") }
+        if status == 0, let report, !report.passed { return ObjectiveReport.failedStatus }
+        return status
     }
 
     /// One measured run, not yet written: the target (the embedded gateway started and stopped around it,
@@ -127,7 +170,8 @@ struct RunExecution {
     /// and its record. `timeline` is handed to ``LoadRun/run(_:timeline:progress:shouldStop:)``: a sink for the
     /// seconds as they close, or nil to keep them in the record.
     func measure(encoder: EncoderVariant, label: String, template: PayloadTemplate, tokens: DeviceTokens,
-                 limit: Int, timeline: (Date) -> TimelineSink? = { _ in nil }) throws(Failure) -> (LoadResult, RunRecord, GatewayStats?) {
+                 limit: Int, timeline: (Date) -> TimelineSink? = { _ in nil },
+                 abort: () -> Bool = { false }) throws(Failure) -> (LoadResult, RunRecord, GatewayStats?) {
         let (host, port, authority, gateway) = try startTarget()
         defer { gateway?.stop() }
 
@@ -139,17 +183,27 @@ struct RunExecution {
         defer { refresher?.stop() }
         config.accessTokens = refresher?.source
 
+        let requestLog = try openRequestLog(threads: config.threads)
+        config.requestLog = requestLog
         let display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds,
                                       targetRPS: config.rate)
-        let result = try watched(label: label, target: authority, targetRPS: config.rate, display: display) { watch throws(LoadRunError) in
-            try LoadRun.run(config, timeline: timeline, progress: watch.show, shouldStop: { watch.stopRequested })
+        let result: LoadResult
+        do throws(Failure) {
+            result = try watched(label: label, target: authority, targetRPS: config.rate, display: display) { watch throws(LoadRunError) in
+                try LoadRun.run(config, timeline: timeline, progress: watch.show, shouldStop: { watch.stopRequested || abort() })
+            }
+        } catch {
+            requestLog?.finish()
+            throw error
         }
         let gatewayStats = gateway?.stop()
         if result.tokensExhausted {
             printError("pushbench run: every token was answered as gone (\(result.stats.pruned.count) pruned); the run stopped early")
         }
 
-        return (result, makeRecord(result, config: config, label: label, gatewayStats: gatewayStats), gatewayStats)
+        var record = makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
+        closeRequestLog(requestLog, record: &record)
+        return (result, record, gatewayStats)
     }
 
     /// The `--metrics-listen` endpoint, listening before any traffic (exit 2 when it cannot), or nil.

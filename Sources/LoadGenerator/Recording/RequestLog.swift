@@ -1,0 +1,270 @@
+import Foundation
+import PushPayload
+import PushTransport
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One request's record in the `--log` file, as the driver thread hands it over: plain numbers, no
+/// reference, so queuing it copies a few words and allocates nothing.
+public struct RequestLogRecord: Sendable, Equatable {
+    /// Global sequence number.
+    public var sequence: Int64
+    /// Intended, actual send and answer (or failure) times, monotonic ns.
+    public var intended: UInt64, sent: UInt64, answered: UInt64
+    /// The token's index in the run's token list.
+    public var tokenIndex: Int32
+    /// The connection (numbered per driver thread from 1 in the order opened; 0 when unknown) and the
+    /// HTTP/2 stream id (0 over HTTP/1.1 or when unknown).
+    public var connection: Int32, stream: Int32
+    /// Body bytes sent and received.
+    public var requestBytes: Int32, responseBytes: Int32
+    /// HTTP status, 0 for a transport error.
+    public var status: UInt16
+    /// The reason's index in ``Reasons/names`` for a response, or the ``TransportErrorCause`` raw value
+    /// for a transport error.
+    public var reason: UInt16
+    /// The driver thread.
+    public var thread: UInt8
+    /// Resends before this attempt.
+    public var attempt: UInt8
+    /// ``Phase`` raw value.
+    public var phase: UInt8
+
+    /// A record; see the properties.
+    public init(sequence: Int64, intended: UInt64, sent: UInt64, answered: UInt64, tokenIndex: Int32 = 0, connection: Int32 = 0,
+                stream: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0, status: UInt16, reason: UInt16 = 0,
+                thread: UInt8 = 0, attempt: UInt8 = 0, phase: UInt8 = 1) {
+        self.sequence = sequence
+        self.intended = intended
+        self.sent = sent
+        self.answered = answered
+        self.tokenIndex = tokenIndex
+        self.connection = connection
+        self.stream = stream
+        self.requestBytes = requestBytes
+        self.responseBytes = responseBytes
+        self.status = status
+        self.reason = reason
+        self.thread = thread
+        self.attempt = attempt
+        self.phase = phase
+    }
+}
+
+/// What the transport knows of an answered request that the driver core does not: where it went and
+/// its sizes. Handed to ``DriverCore/responded(slot:status:reason:at:detail:)`` when a log is kept.
+public struct ResponseDetail: Sendable {
+    /// See ``RequestLogRecord``.
+    public var connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0
+
+    /// A detail; see the properties.
+    public init(connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0) {
+        self.connection = connection
+        self.stream = stream
+        self.tokenIndex = tokenIndex
+        self.requestBytes = requestBytes
+        self.responseBytes = responseBytes
+    }
+}
+
+/// Which requests go to the log: a deterministic sample by sequence number (`--log-sample`) and a floor
+/// on the corrected latency (`--log-slower-than`).
+public struct RequestLogFilter: Sendable, Equatable {
+    /// Sequence numbers whose hash is below this are kept (UInt64.max: all).
+    public var sampleBelow: UInt64
+    /// Requests answered faster than this (ns from the intended time) are left out.
+    public var slowerThanNs: UInt64
+
+    /// A filter keeping `fraction` of the requests (0...1) that took `slowerThanNs` or more.
+    public init(fraction: Double = 1, slowerThanNs: UInt64 = 0) {
+        sampleBelow = fraction >= 1 ? .max : UInt64(max(0, fraction) * 18_446_744_073_709_551_615.0)
+        self.slowerThanNs = slowerThanNs
+    }
+
+    /// Whether request `sequence` with corrected latency `latencyNs` is logged.
+    @inline(__always)
+    public func keeps(sequence: Int64, latencyNs: UInt64) -> Bool {
+        if latencyNs < slowerThanNs { return false }
+        if sampleBelow == .max { return true }
+        // splitmix64: a sample spread evenly over the sequence, the same for every run and agent.
+        var z = UInt64(bitPattern: sequence) &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return (z ^ (z >> 31)) < sampleBelow
+    }
+}
+
+/// The `--log FILE` writer: one ``SPSCRing`` per driver thread, which the thread fills with a
+/// ``RequestLogRecord`` per logged request, and a writer thread that drains them to the file as CSV
+/// (docs/results.md has the columns). A full ring drops the record and counts it; a write that fails
+/// (the disk full, a file size limit) stops the log, says why, and the run goes on.
+public final class RequestLog: @unchecked Sendable {
+    // @unchecked: the rings are single-producer single-consumer; `state` is behind a mutex; `fd` and
+    // `buffer` belong to the writer thread until `finish()` has joined it.
+    /// The file as given.
+    public let path: String
+    /// One ring per driver thread.
+    public let rings: [SPSCRing<RequestLogRecord>]
+    /// Which requests are logged.
+    public let filter: RequestLogFilter
+    private let seed: UInt64
+    private let apnsIDs: Bool
+    private var fd: Int32
+    private var buffer: [UInt8] = []
+    private let t0 = Atomic<UInt64>(0)
+    private let stopping = Atomic<Bool>(false)
+    private let done = Atomic<Bool>(false)
+    private let state = Mutex<(written: Int, failure: String?)>((0, nil))
+    private var thread: Thread?
+    // The writer's own view of the state (its thread only); `state` publishes it.
+    private var stopped = false
+
+    private static let warmup = Array("warmup".utf8), measured = Array("measured".utf8)
+
+    /// The CSV header line.
+    public static let header = "seq,phase,thread,connection,stream,token,intended_us,sent_us,answered_us,latency_us,service_us,late_us,status,reason,attempt,request_bytes,response_bytes,apns_id\n"
+
+    /// Opens (creates or truncates) `path` and writes the header; throws a one-line reason when it
+    /// cannot. `seed` and `apnsIDs` give each APNs request's apns-id (made from its sequence number).
+    public init(path: String, threads: Int, filter: RequestLogFilter, seed: UInt64, apnsIDs: Bool, capacity: Int = 1 << 16) throws(LoadRunError) {
+        self.path = path
+        self.filter = filter
+        self.seed = seed
+        self.apnsIDs = apnsIDs
+        rings = (0..<max(1, threads)).map { _ in SPSCRing(capacity: capacity) }
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw LoadRunError(description: "--log: \(path): \(String(cString: strerror(errno)))", unreachable: false, badInput: true)
+        }
+        // A file size limit (ulimit -f) must fail the write, not kill the run.
+        signal(SIGXFSZ, SIG_IGN)
+        buffer.reserveCapacity(1 << 17)
+        buffer += Array(Self.header.utf8)
+        flush()
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Records written so far.
+    public var written: Int { state.withLock { $0.written } }
+    /// Why the log stopped early, or nil.
+    public var failure: String? { state.withLock { $0.failure } }
+    /// Records dropped because a ring was full (the writer fell behind).
+    public var dropped: Int { rings.reduce(0) { $0 + $1.refused } }
+
+    /// Starts the writer thread; times in the file are counted from `t0` (monotonic ns, the run's start).
+    public func start(t0: UInt64) {
+        self.t0.store(t0, ordering: .releasing)
+        let thread = Thread { [self] in
+            nameCurrentThread("pb-log")
+            while !stopping.load(ordering: .acquiring) {
+                if drainAll() == 0 { usleep(5_000) }
+            }
+            drainAll()
+            flush()
+            done.store(true, ordering: .releasing)
+        }
+        thread.stackSize = 1 << 20
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Stops the writer after it has written everything queued, and closes the file.
+    public func finish() {
+        if thread != nil {
+            stopping.store(true, ordering: .releasing)
+            while !done.load(ordering: .acquiring) { usleep(1_000) }
+            thread = nil
+        } else {
+            drainAll()
+            flush()
+        }
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    @discardableResult
+    private func drainAll() -> Int {
+        var n = 0
+        for ring in rings { n += ring.drain { append($0) } }
+        if n > 0 && !stopped { state.withLock { $0.written += n } }
+        if buffer.count >= 1 << 16 { flush() }
+        return n
+    }
+
+    private func flush() {
+        defer { buffer.removeAll(keepingCapacity: true) }
+        guard fd >= 0, !buffer.isEmpty, !stopped else { return }
+        var off = 0
+        let failure: String? = buffer.withUnsafeBytes { raw in
+            while off < raw.count {
+                let n = write(fd, raw.baseAddress! + off, raw.count - off)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return String(cString: strerror(errno))
+                }
+                off += n
+            }
+            return nil
+        }
+        if let failure {
+            // What was formatted but not written is not counted.
+            stopped = true
+            let lines = buffer[off...].reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+            state.withLock {
+                $0.failure = failure
+                $0.written = max(0, $0.written - lines)
+            }
+        }
+    }
+
+    private func appendInt(_ v: Int64) {
+        if v < 0 { buffer.append(UInt8(ascii: "-")) }
+        var m = v.magnitude
+        let start = buffer.count
+        repeat {
+            buffer.append(UInt8(ascii: "0") + UInt8(m % 10))
+            m /= 10
+        } while m > 0
+        buffer[start...].reverse()
+    }
+
+    private func comma() { buffer.append(UInt8(ascii: ",")) }
+
+    private func append(_ r: RequestLogRecord) {
+        if stopped { return }
+        let base = t0.load(ordering: .acquiring)
+        func us(_ t: UInt64) -> Int64 { Int64(bitPattern: t &- base) / 1000 }
+        appendInt(r.sequence); comma()
+        buffer += r.phase == 0 ? Self.warmup : Self.measured; comma()
+        appendInt(Int64(r.thread)); comma()
+        appendInt(Int64(r.connection)); comma()
+        appendInt(Int64(r.stream)); comma()
+        appendInt(Int64(r.tokenIndex)); comma()
+        appendInt(us(r.intended)); comma()
+        appendInt(us(r.sent)); comma()
+        appendInt(us(r.answered)); comma()
+        appendInt(Int64((r.answered > r.intended ? r.answered - r.intended : 0) / 1000)); comma()
+        appendInt(Int64((r.answered > r.sent ? r.answered - r.sent : 0) / 1000)); comma()
+        appendInt(Int64((r.sent > r.intended ? r.sent - r.intended : 0) / 1000)); comma()
+        appendInt(Int64(r.status)); comma()
+        if r.status == 0 {
+            buffer += Array((TransportErrorCause(rawValue: Int(r.reason))?.name ?? "transport_error").utf8)
+        } else if r.reason > 0 && Int(r.reason) < Reasons.count {
+            buffer += Array(Reasons.names[Int(r.reason)].utf8)
+        }
+        comma()
+        appendInt(Int64(r.attempt)); comma()
+        appendInt(Int64(r.requestBytes)); comma()
+        appendInt(Int64(r.responseBytes)); comma()
+        if apnsIDs {
+            let uuid = PushRandom.uuid(seed: seed, index: UInt64(bitPattern: r.sequence))
+            let at = buffer.count
+            buffer += repeatElement(0, count: 36)
+            buffer.withUnsafeMutableBytes { uuid.write(to: $0.baseAddress! + at) }
+        }
+        buffer.append(UInt8(ascii: "\n"))
+    }
+}
