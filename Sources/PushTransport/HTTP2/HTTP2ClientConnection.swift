@@ -453,7 +453,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         s.pointee.respBody.count = 0
         s.pointee.respBodyLength = 0
         s.pointee.status = 0
-        s.pointee.message = ResponseMessageRules.method(nv, block.count)
+        s.pointee.message = block.responseMessage ?? ResponseMessageRules.method(nv, block.count)
         s.pointee.done = false
         s.pointee.context = context
         s.pointee.timing = HTTP2StreamTiming(submitted: submittedAt != 0 ? submittedAt : loop.now, headersSent: 0, responseHeadersReceived: 0, completed: 0)

@@ -135,6 +135,18 @@ private final class ResponseRecorder: HTTP2ClientDelegate {
         #expect(judge([(":status", "200"), ("content-length", "5")], method: "HEAD"), "HEAD: no body whatever the length")
     }
 
+    /// A block's method sets the rules' start once; a per-request :method leaves it to each request.
+    @Test func methodOfABlock() throws {
+        #expect(try HTTP2HeaderBlock.request(authority: "a", path: "/").responseMessage?.flags == 0)
+        #expect(try HTTP2HeaderBlock.request(method: "HEAD", authority: "a", path: "/").responseMessage?.flags == ResponseMessage.head)
+        #expect(try HTTP2HeaderBlock.request(method: "CONNECT", authority: "a", path: "/").responseMessage?.flags == ResponseMessage.connect)
+        #expect(try HTTP2HeaderBlock([.perRequest(name: ":method"), .fixed(name: ":path", value: "/")]).responseMessage == nil)
+        #expect(try HTTP2HeaderBlock([.fixed(name: ":path", value: "/")]).responseMessage?.flags == 0)
+        let nv = [nghttp2_nv(name: UnsafeMutablePointer(mutating: (":method" as StaticString).utf8Start), value: UnsafeMutablePointer(mutating: ("HEAD" as StaticString).utf8Start),
+                             namelen: 7, valuelen: 4, flags: 0)]
+        #expect(ResponseMessageRules.method(nv, 1).flags == ResponseMessage.head)
+    }
+
     /// The client with these rules and the client with libnghttp2's own checks end the same response
     /// the same way: the same response delivered (status, kept fields, body length) or the same stream
     /// failure, with the same protocol error kept for the connection's close. A thousand responses,
