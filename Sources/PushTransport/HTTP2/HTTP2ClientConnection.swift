@@ -44,6 +44,9 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     /// (with its first request). Another block's first request indexes its own names; at worst a name
     /// is indexed twice, which costs a table entry, never correctness.
     private var uniqueNamesIndexed: ObjectIdentifier?
+    /// Responses are judged by libnghttp2's own HTTP messaging checks instead of `ResponseMessageRules`:
+    /// the reference a test compares the rules with. Read when the session starts.
+    var libraryChecksResponses = false
     /// The peer's settings now in force (defaults until the first SETTINGS arrives).
     public private(set) var peerSettings: HTTP2Settings
     /// What the TLS handshake settled (version, cipher, ALPN, the server's certificate, the time it
@@ -129,6 +132,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         let r = startSession(asServer: false,
                              settings: LocalSettings(initialWindowSize: configuration.initialWindowSize, enablePush: false),
                              connectionWindowSize: configuration.connectionWindowSize,
+                             libraryChecksMessages: libraryChecksResponses,
                              receiveCallbacks: HTTP2ClientConnection.installReceiveCallbacks)
         if r != 0 {
             failConnect(TransportError(kind: .protocolError, code: r, function: "nghttp2_session_client_new3"))
@@ -208,21 +212,33 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
         guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
         if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = ioTime }
+        s.pointee.trailer = ResponseMessageRules.isTrailer(s.pointee.message)
     }
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
                         _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
-        let isStatus = namelen == 7 && name[0] == UInt8(ascii: ":")
-        // Without kept headers only :status matters: skip the stream lookup for every other field.
-        guard isStatus || configuration.keepsResponseHeaders, let s = slot(for: pb_frame_stream_id(frame)) else { return }
-        if isStatus {
-            // ":status": three ASCII digits.
-            var st = 0
-            for i in 0..<valuelen { st = st * 10 + Int(value[i] &- 48) }
-            s.pointee.status = st
-            return
+        guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
+        if libraryChecksResponses {
+            if namelen == 7 && name[0] == UInt8(ascii: ":") {
+                // ":status": three ASCII digits.
+                var st = 0
+                for i in 0..<valuelen { st = st * 10 + Int(value[i] &- 48) }
+                s.pointee.status = st
+                return
+            }
+        } else {
+            switch ResponseMessageRules.field(name, namelen, value, valuelen, &s.pointee.message) {
+            case .regular: break
+            case .status:
+                s.pointee.status = Int(s.pointee.message.status)
+                return
+            case .removed: return
+            case .malformed:
+                malformed(s, NGHTTP2_ERR_HTTP_HEADER.rawValue)
+                return
+            }
         }
-        if s.pointee.respStore.count + namelen + valuelen > configuration.responseHeaderLimit { return }
+        if !configuration.keepsResponseHeaders || s.pointee.respStore.count + namelen + valuelen > configuration.responseHeaderLimit { return }
         let no = s.pointee.respStore.append(name, namelen)
         let vo = s.pointee.respStore.append(value, valuelen)
         s.pointee.respRefs.append(HeaderRef(nameOffset: Int32(no), nameLength: Int32(namelen),
@@ -230,7 +246,11 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     }
 
     private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) {
-        guard let s = slot(for: streamID) else { return }
+        guard let s = slot(for: streamID), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
+        if !libraryChecksResponses && !ResponseMessageRules.data(&s.pointee.message, len) {
+            malformed(s, 0)
+            return
+        }
         s.pointee.respBodyLength += len
         let keep = min(len, configuration.responseBodyLimit - s.pointee.respBody.count)
         if keep > 0 { s.pointee.respBody.append(data, keep) }
@@ -258,10 +278,23 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
             goAwayErrorCode = pb_frame_goaway_error_code(frame)
             isConnected = false
             delegate?.connection(self, didReceiveGoAway: HTTP2GoAway(frame: frame))
-        case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
-            if flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let s = slot(for: pb_frame_stream_id(frame)) {
-                complete(s)
+        case NGHTTP2_HEADERS.rawValue:
+            guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
+            let endStream = flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            if !libraryChecksResponses
+                && !ResponseMessageRules.headersEnd(&s.pointee.message, trailer: s.pointee.trailer, endStream: endStream) {
+                malformed(s, NGHTTP2_ERR_HTTP_MESSAGING.rawValue)
+                return
             }
+            if endStream { complete(s) }
+        case NGHTTP2_DATA.rawValue:
+            guard flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let s = slot(for: pb_frame_stream_id(frame)),
+                  s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
+            if !libraryChecksResponses && !ResponseMessageRules.streamEnd(s.pointee.message) {
+                malformed(s, 0)
+                return
+            }
+            complete(s)
         default:
             break
         }
@@ -276,6 +309,18 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         let response = HTTP2Response(streamID: s.pointee.streamID, context: s.pointee.context, status: s.pointee.status, headers: headers,
                                      body: s.pointee.respBody.bytes, timing: s.pointee.timing, bodyLength: s.pointee.respBodyLength)
         delegate?.connection(self, didReceive: response)
+    }
+
+    /// Resets a malformed response's stream with PROTOCOL_ERROR (RFC 9113 §8.1.1); it fails when the reset
+    /// is sent. A header section at fault is an invalid frame (`code`, nghttp2's error), as nghttp2
+    /// counts it; a body at fault (`code` 0) is not.
+    private func malformed(_ s: UnsafeMutablePointer<ClientSlot>, _ code: Int32) {
+        s.pointee.message.flags |= ResponseMessage.malformed
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.pointee.streamID, NGHTTP2_PROTOCOL_ERROR.rawValue)
+        if code != 0 {
+            lastProtocolError = TransportError(kind: .protocolError, code: code, function: "nghttp2_session_mem_recv")
+        }
+        scheduleFlush()
     }
 
     private func failStream(_ s: UnsafeMutablePointer<ClientSlot>, _ reason: HTTP2StreamFailureReason) {
@@ -306,6 +351,9 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
             let aboveGoAway = goAwayReceived && streamID > goAwayLastStreamID
             if goAwaySentForError {
                 failStream(s, .protocolError(code: lastProtocolError?.code ?? NGHTTP2_ERR_PROTO.rawValue))
+            } else if s.pointee.message.flags & ResponseMessage.malformed != 0 {
+                // Reset by this side: the stream may close on the peer's END_STREAM before the reset is sent.
+                failStream(s, .reset(errorCode: NGHTTP2_PROTOCOL_ERROR.rawValue))
             } else {
                 failStream(s, code == NGHTTP2_REFUSED_STREAM.rawValue ? (aboveGoAway ? .goAway(errorCode: goAwayErrorCode) : .refused)
                            : .reset(errorCode: code))
@@ -405,6 +453,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         s.pointee.respBody.count = 0
         s.pointee.respBodyLength = 0
         s.pointee.status = 0
+        s.pointee.message = block.responseMessage ?? ResponseMessageRules.method(nv, block.count)
         s.pointee.done = false
         s.pointee.context = context
         s.pointee.timing = HTTP2StreamTiming(submitted: submittedAt != 0 ? submittedAt : loop.now, headersSent: 0, responseHeadersReceived: 0, completed: 0)

@@ -44,6 +44,9 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
     public var perRequestFieldCount: Int { dynamicIndex.count }
     /// Template indices of the `.unique` fields (sent NO_INDEX except on a connection's first request).
     let uniqueIndex: [Int]
+    /// How `ResponseMessageRules` starts judging the responses to this block's requests (it depends on
+    /// the method); nil when `:method` is a per-request field, whose value each request sets.
+    let responseMessage: ResponseMessage?
 
     /// Builds a block; pseudo-header fields (":method", …) must come first and names must be lowercase.
     public init(_ fields: [Field]) throws(InvalidBlock) {
@@ -100,6 +103,12 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
         }
         dynamicIndex = dyn
         uniqueIndex = unique
+        var method = 0
+        while method < fields.count && !(tmpl[method].namelen == 7 && ResponseMessageRules.equals(tmpl[method].name, 7, ":method")) {
+            method += 1
+        }
+        responseMessage = method == fields.count ? ResponseMessage(method: nil, 0)
+            : tmpl[method].value.map { ResponseMessage(method: $0, tmpl[method].valuelen) }
         storage = store
         template = tmpl
     }

@@ -82,7 +82,7 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
 
     /// Creates the nghttp2 session with the send callbacks and `receiveCallbacks`' own, then queues the
     /// first SETTINGS and the connection-level receive window. Returns nghttp2's error code (0: started).
-    func startSession(asServer: Bool, settings: LocalSettings, connectionWindowSize: Int,
+    func startSession(asServer: Bool, settings: LocalSettings, connectionWindowSize: Int, libraryChecksMessages: Bool = false,
                       receiveCallbacks: (OpaquePointer) -> Void) -> Int32 {
         var cbs: OpaquePointer?
         nghttp2_session_callbacks_new(&cbs)
@@ -96,9 +96,9 @@ public class HTTP2Session: ByteTransportOwner, LoopFlushable {
         // HTTP2ServerConnection answers late frames on closed streams itself (PeerClosedStreams). A
         // client never keeps them.
         nghttp2_option_set_no_closed_streams(opt, 1)
-        // A server judges requests itself (RequestMessageRules, same verdicts, a fraction of the cost);
-        // a client keeps nghttp2's checks of the responses it reads.
-        if asServer { nghttp2_option_set_no_http_messaging(opt, 1) }
+        // A server judges requests itself (RequestMessageRules), a client the responses it reads
+        // (ResponseMessageRules): same verdicts, a fraction of the cost.
+        if !libraryChecksMessages { nghttp2_option_set_no_http_messaging(opt, 1) }
         var mem = memory.table
         var s: OpaquePointer?
         let r = asServer ? nghttp2_session_server_new3(&s, cbs, userData, opt, &mem)

@@ -314,7 +314,7 @@ enum RequestMessageRules {
     }
 
     /// `p[0..<n]` is `s`, compared a word at a time (the last word overlapping the one before).
-    @inline(__always) private static func equals(_ p: UnsafePointer<UInt8>, _ n: Int, _ s: StaticString) -> Bool {
+    @inline(__always) static func equals(_ p: UnsafePointer<UInt8>, _ n: Int, _ s: StaticString) -> Bool {
         if n != s.utf8CodeUnitCount { return false }
         let a = UnsafeRawPointer(p), b = UnsafeRawPointer(s.utf8Start)
         if n >= 8 {
@@ -340,7 +340,7 @@ enum RequestMessageRules {
         return true
     }
 
-    private static func equalsIgnoringCase(_ p: UnsafePointer<UInt8>, _ n: Int, _ s: StaticString) -> Bool {
+    static func equalsIgnoringCase(_ p: UnsafePointer<UInt8>, _ n: Int, _ s: StaticString) -> Bool {
         if n != s.utf8CodeUnitCount { return false }
         let q = s.utf8Start
         var i = 0
