@@ -204,17 +204,34 @@ final class GatewayLoop: HTTP2ServerDelegate {
         parsed.body = request.body
         let connection = request.connection
         guard let context = connection.contextRef else { return }
+        if let correlator {
+            correlatedRequest(request, parsed, correlator)
+            return
+        }
         context._withUnsafeGuaranteedRef { context in
             let entry = unsafeDowncast(context, to: ConnectionEntry.self)
             var response = GatewayResponse(status: 200, apnsID: .unset)
             let decision = machine.decide(parsed, connection: &entry.state, now: request.receivedAt, response: &response)
-            if let correlator { correlate(correlator, decision, response, parsed, receivedAt: request.receivedAt, request.headers) }
             if case .respond = decision {
                 // The common answer goes straight out: a ResponseTarget would hold (retain) the connection.
                 send(response, on: connection, stream: request.streamID)
                 return
             }
             act(decision, response, .http2(connection, streamID: request.streamID), receivedAt: request.receivedAt)
+        }
+    }
+
+    /// A request on a pipeline run's egress: decided as any other, then matched to its pipeline request
+    /// before the answer goes out. Apart from the plain path so that one stays as small as it is.
+    @inline(never)
+    private func correlatedRequest(_ request: HTTP2ServerRequest, _ parsed: GatewayRequest, _ correlator: PushCorrelator) {
+        guard let context = request.connection.contextRef else { return }
+        context._withUnsafeGuaranteedRef { context in
+            let entry = unsafeDowncast(context, to: ConnectionEntry.self)
+            var response = GatewayResponse(status: 200, apnsID: .unset)
+            let decision = machine.decide(parsed, connection: &entry.state, now: request.receivedAt, response: &response)
+            correlate(correlator, decision, response, parsed, receivedAt: request.receivedAt, request.headers)
+            act(decision, response, .http2(request.connection, streamID: request.streamID), receivedAt: request.receivedAt)
         }
     }
 
