@@ -155,4 +155,34 @@ import PushTransport
             #expect(Set(records.map(\.sequence)).count == records.count)
         }
     }
+
+    /// A pipeline run's front door over HTTP/2: the request file's fixed header block and a body template
+    /// with `{{pipeline_id}}` and `{{tokens:3}}`, written per request, with each answer reported on the
+    /// pipeline's ring; nothing allocated per request outside nghttp2 either. (The gateway answers these
+    /// POSTs as APNs pushes; what matters here is the client's side.)
+    @Test func frontDoorPathOverLoopbackAllocatesNothingOutsideNghttp2() throws {
+        let gateway = try EmbeddedGateway.start(GatewayConfiguration.parse([]))
+        defer { gateway.stop() }
+        let template = try PayloadTemplate(text: #"{"aps":{"alert":"x"},"id":"{{pipeline_id}}","tokens":{{tokens:3}},"n":{{seq}}}"#,
+                                           options: .init(limit: nil))
+        var config = LoadConfiguration(host: gateway.host, port: gateway.port, template: template, tokens: DeviceTokens(synthetic: 100, seed: 3))
+        config.connections = 2
+        config.streams = 32
+        config.payloadLimit = template.maxLength
+        config.frontDoor = FrontDoorRequest(method: "POST", path: "/3/device/" + String(repeating: "ab", count: 32),
+                                            headers: [("apns-topic", "com.example.app"), ("content-type", "application/json")])
+        let tap = PipelineTap(prefix: Array("pb-7f3a-".utf8), threads: 1, capacity: 1 << 16)
+        config.pipeline = tap
+        let path = try BuilderClientPath<FrontDoorRequestBuilder>(config)
+        defer { path.close() }
+        path.core.answers = tap.answers[0]
+        var answers = 0
+        func drain() { tap.drain { if $0.status == 200 { answers += 1 } } }
+        #expect(path.serve(3_000))
+        drain()
+        let best = path.allocationsOutsideNghttp2(check: drain)
+        #expect(best <= 20, "\(best) allocations outside nghttp2 for 2000 requests")
+        #expect(answers >= 9_000 && tap.refused == 0, "\(answers) answers reported")
+    }
 }
+

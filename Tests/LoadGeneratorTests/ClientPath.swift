@@ -6,10 +6,13 @@ import Testing
 
 /// One driver's client path (driver core, connection pool, APNs request builder) on a loop the test
 /// runs, closed loop against a gateway: for the tests that count what a request allocates.
-final class ClientPath {
+typealias ClientPath = BuilderClientPath<APNsRequestBuilder>
+
+/// ``ClientPath`` with another request builder (a pipeline run's front door).
+final class BuilderClientPath<Builder: RequestBuilder> {
     let loop: EventLoop
     let core: DriverCore
-    private(set) var pool: ConnectionPool<APNsRequestBuilder>!
+    private(set) var pool: ConnectionPool<Builder>!
 
     /// Connects `config.connections` connections and starts sending (64 requests in flight).
     init(_ config: LoadConfiguration) throws {
