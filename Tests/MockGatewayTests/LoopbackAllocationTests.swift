@@ -3,6 +3,7 @@ import Foundation
 @testable import PushTransport
 import Testing
 @testable import MockGateway
+import PushPayload
 
 @Suite(.serialized) struct LoopbackAllocationTests {
     /// Valid request → 200 over a real socket: the gateway (and the transport's client) allocate nothing on the
@@ -34,10 +35,12 @@ import Testing
 
     /// A pipeline run's egress: every push is scanned for its correlation id and queued for the run, which
     /// allocates nothing either; the arrivals carry the request's index.
-    @Test func correlatedPushesAllocateNothingOnTheSwiftSide() throws {
+    /// With a JSON pointer (`--correlate /pipeline_id`) the body is parsed on a tape the loop keeps.
+    @Test(arguments: [CorrelationSource.anywhere, CorrelationSource.pointer("/pipeline_id")!])
+    func correlatedPushesAllocateNothingOnTheSwiftSide(source: CorrelationSource) throws {
         let loop = try EventLoop()
         var config = GatewayConfiguration()
-        let correlator = PushCorrelator(prefix: Array("pb-7f3a-".utf8), loops: 1, capacity: 1 << 20)
+        let correlator = PushCorrelator(prefix: Array("pb-7f3a-".utf8), source: source, loops: 1, capacity: 1 << 20)
         config.correlator = correlator
         try measure(loop: loop, config: config,
                     payload: #"{"aps":{"alert":{"title":"Portugal vs. Denmark","body":"great match!"}},"pipeline_id":"pb-7f3a-000000123"}"#)

@@ -1,5 +1,6 @@
 import PushPayload
 import PushTransport
+import PushVocabulary
 
 /// The gateway's side of a pipeline run: each of its event loops finds the correlation id in every push
 /// it answers (``CorrelationScanner``) and queues a ``PushArrival`` on its own ring; the run's main
@@ -12,6 +13,13 @@ public final class PushCorrelator: Sendable, Equatable {
     public let source: CorrelationSource
     private let rings: [SPSCRing<PushArrival>]
     private let sourceHeader: [UInt8]
+    /// Each loop's JSON tape for `--correlate /pointer` (reused, so a body parses without allocating).
+    private let tapes: [TapeBox]
+
+    final class TapeBox: @unchecked Sendable {
+        // @unchecked: used by its own loop only.
+        var tape = JSONTape(capacity: 256)
+    }
 
     /// A correlator for ids with `prefix`, for a gateway of `loops` event loops, each ring holding
     /// `capacity` arrivals between two drains.
@@ -20,6 +28,7 @@ public final class PushCorrelator: Sendable, Equatable {
         self.source = source
         if case .header(let name) = source { sourceHeader = Array(name.utf8) } else { sourceHeader = [] }
         rings = (0..<max(1, loops)).map { _ in SPSCRing(capacity: capacity) }
+        if case .pointer = source { tapes = (0..<max(1, loops)).map { _ in TapeBox() } } else { tapes = [] }
     }
 
     public static func == (a: PushCorrelator, b: PushCorrelator) -> Bool { a === b }
@@ -50,6 +59,8 @@ public final class PushCorrelator: Sendable, Equatable {
                     i += 1
                 }
             }
+        case .pointer(let tokens):
+            found = scanPointer(tokens, body, tapes[loop % tapes.count])
         case .header:
             var i = 0
             while i < headerCount {
@@ -66,5 +77,39 @@ public final class PushCorrelator: Sendable, Equatable {
         }
         rings[loop % rings.count].push(PushArrival(index: index, arrivedAt: arrivedAt, route: route == .fcm ? 1 : 0,
                                                    status: UInt16(clamping: status)))
+    }
+
+    /// The id in the string at `tokens` (a JSON pointer) in `body`; `.none` when the body is not JSON or
+    /// has no string there.
+    private func scanPointer(_ tokens: [[UInt8]], _ body: UnsafeRawBufferPointer, _ box: TapeBox) -> CorrelationScanner.Found {
+        guard box.tape.parse(body) == nil else { return .none }
+        var index = box.tape.root
+        // Index loop, not for-in: an unspecialized (debug) iterator over arrays of arrays allocates.
+        var t = 0
+        while t < tokens.count {
+            let token = tokens[t]
+            t += 1
+            let e = box.tape[index]
+            if e.kind == .object {
+                guard let v = token.withUnsafeBytes({ box.tape.member($0, of: index, in: body) }) else { return .none }
+                index = v
+            } else if e.kind == .array {
+                guard !token.isEmpty, token.count < 10, token.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return .none }
+                let n = token.reduce(0) { $0 * 10 + Int($1 - 48) }
+                guard n < e.count else { return .none }
+                var i = 0, found = -1
+                box.tape.forEachChild(of: index) { c in
+                    if i == n { found = c }
+                    i += 1
+                }
+                guard found >= 0 else { return .none }
+                index = found
+            } else {
+                return .none
+            }
+        }
+        let e = box.tape[index]
+        guard e.kind == .string else { return .none }
+        return scanner.scan(UnsafeRawBufferPointer(rebasing: body[e.start..<e.end]))
     }
 }

@@ -72,14 +72,19 @@ struct PipelineCommand: PushbenchCommand {
                 text, name throws(UsageError) in try ValueParser.duration(text, option: name)
             },
             .value("--correlate", "SPEC", \.pipeline.correlate, default: "anywhere",
-                   help: "where the gateway looks for the id: anywhere (the body, then every header value), body, or header:NAME") {
+                   help: "where the gateway looks for the id: anywhere (the body, then every header value), body, header:NAME, or a JSON pointer into the body (/message/data/pipeline_id)") {
                 text, name throws(UsageError) in
                 switch text {
                 case "anywhere": return .anywhere
                 case "body": return .body
+                case _ where text.hasPrefix("/"):
+                    guard let pointer = CorrelationSource.pointer(text) else {
+                        throw UsageError("\(name): '\(text)' is not a JSON pointer (/key/key/0; ~0 for ~ and ~1 for / in a key)")
+                    }
+                    return pointer
                 default:
                     guard text.hasPrefix("header:"), text.count > 7 else {
-                        throw UsageError("\(name): '\(text)' is not anywhere, body or header:NAME")
+                        throw UsageError("\(name): '\(text)' is not anywhere, body, header:NAME or a JSON pointer (/key/key)")
                     }
                     return .header(String(text.dropFirst(7)).lowercased())
                 }

@@ -88,4 +88,27 @@ import PushPayload
         c.drain { #expect($0.route == 1 && $0.isRetryable); n += 1 }
         #expect(n == 4)
     }
+
+    @Test func aJSONPointerNamesWhereTheIdIs() throws {
+        func arrival(_ pointer: String, _ body: String) throws -> Int64? {
+            let source = try #require(CorrelationSource.pointer(pointer))
+            let c = PushCorrelator(prefix: Array("pb-7f3a-".utf8), source: source, loops: 1)
+            Array(body.utf8).withUnsafeBytes { b in
+                c.record(loop: 0, route: .fcm, status: 200, arrivedAt: 1, body: b, headerCount: 0) { _ in fatalError("no headers") }
+            }
+            var got: Int64?
+            c.drain { got = $0.index }
+            return got
+        }
+        let fcm = #"{"message":{"token":"t","data":{"pipeline_id":"pb-7f3a-000000042","other":"pb-7f3a-000000001"},"list":["x","pb-7f3a-000000007"]}}"#
+        #expect(try arrival("/message/data/pipeline_id", fcm) == 42)
+        #expect(try arrival("/message/list/1", fcm) == 7)
+        #expect(try arrival("/message/list/2", fcm) == PushArrival.noID)
+        #expect(try arrival("/message/data/missing", fcm) == PushArrival.noID)
+        #expect(try arrival("/message/token", fcm) == PushArrival.noID)
+        #expect(try arrival("/message/data/pipeline_id", "not json pb-7f3a-000000042") == PushArrival.noID)
+        #expect(try arrival("/a~1b/c~0d", #"{"a/b":{"c~d":"pb-7f3a-9"}}"#) == 9)
+        #expect(CorrelationSource.pointer("message/x") == nil && CorrelationSource.pointer("/a~2") == nil)
+    }
 }
+
