@@ -93,6 +93,8 @@ final class GatewayLoop: HTTP2ServerDelegate {
         var c = HTTP2ServerConfiguration()
         c.maxConcurrentStreams = Int(configuration.maxConcurrentStreams)
         c.limits = configuration.limits
+        // APNs answers `authorization: bearer ` (no token after the scheme) MissingProviderToken.
+        c.trailingWhitespaceTrimmed = ["authorization"]
         c.limits.maxBodyMemory = max(configuration.limits.maxRequestBodySize, configuration.limits.maxBodyMemory / configuration.threads)
         c.connectionCap = connectionCap
         c.reusePort = reusePort

@@ -21,6 +21,10 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var tls: TLSServerContext?
     /// The bounds every connection is held to: header and body bytes, back-pressure, timeouts.
     public var limits = ServerLimits()
+    /// Fields (lower-case names) whose value may end in white space, taken with it trimmed instead of
+    /// resetting the stream as RFC 9113 §8.2.1 has it: a server that must answer such a request as its
+    /// application would (the gateway, for `authorization: bearer `) names them here.
+    public var trailingWhitespaceTrimmed: [String] = []
     /// Open connections across every server sharing it (a gateway's loops); nil: no cap. A connection
     /// accepted past it is closed at once.
     public var connectionCap: ConnectionCap?

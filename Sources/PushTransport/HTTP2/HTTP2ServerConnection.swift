@@ -39,6 +39,8 @@ public final class HTTP2ServerConnection: HTTP2Session {
 
     // Limits (ServerLimits): what this connection holds and how it behaves, in plain integers.
     let limits: ServerLimits
+    /// `HTTP2ServerConfiguration.trailingWhitespaceTrimmed`, as bytes.
+    let trimmedFields: [[UInt8]]
     /// Header bytes (as SETTINGS_MAX_HEADER_LIST_SIZE counts them) of the requests whose slots are held.
     private(set) var headerBytesHeld = 0
     /// Request body bytes of the requests whose slots are held.
@@ -71,6 +73,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
         self.id = id
         let c = server.configuration
         limits = c.limits
+        trimmedFields = c.trailingWhitespaceTrimmed.map { Array($0.utf8) }
         tls = (transport as? SecureTransport)?.connectionInfo
         slots = StreamSlotPool(streams: c.maxConcurrentStreams)
         openedAt = server.loop.now
@@ -158,6 +161,11 @@ public final class HTTP2ServerConnection: HTTP2Session {
         // A request refused already (its header list over the limit: 431 at its end) is not judged
         // further: an HPACK bomb's thousands of fields cost nothing more once the limit is passed.
         guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.rejection == .none else { return }
+        var valuelen = valuelen
+        if valuelen > 0, value[valuelen - 1] == 0x20 || value[valuelen - 1] == 0x09, !trimmedFields.isEmpty,
+           trimmedFields.contains(where: { $0.elementsEqual(UnsafeBufferPointer(start: name, count: namelen)) }) {
+            while valuelen > 0 && (value[valuelen - 1] == 0x20 || value[valuelen - 1] == 0x09) { valuelen -= 1 }
+        }
         let kind = RequestMessageRules.field(name, namelen, value, valuelen, &s.pointee.message, trailer: s.pointee.headersDone)
         if kind == .malformed {
             malformed(s, inHeaders: true)
