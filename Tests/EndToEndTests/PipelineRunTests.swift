@@ -7,24 +7,6 @@ import Glibc
 /// `pushbench pipeline` as a user runs it: bad input refused before any traffic, and a pass-through
 /// relay (nghttpx, h2 to h2 over TLS) as the service, whose every push must be matched.
 @Suite(.serialized) struct PipelineRunTests {
-    /// Whether something accepts connections on 127.0.0.1:`port` within 10 s.
-    static func waitForListener(_ port: Int) -> Bool {
-        for _ in 0..<200 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            addr.sin_port = in_port_t(UInt16(port).bigEndian)
-            let r = withUnsafeMutablePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            close(fd)
-            if r == 0 { return true }
-            usleep(50_000)
-        }
-        return false
-    }
-
     static func write(_ text: String, _ dir: URL, _ name: String) -> String {
         let url = dir.appendingPathComponent(name)
         try? text.write(to: url, atomically: true, encoding: .utf8)
@@ -86,31 +68,12 @@ import Glibc
     /// each push arrives before its front-door answer: the end-to-end percentiles lie below the
     /// front door's.
     @Test func aPassThroughRelayLosesNothing() throws {
-        let nghttpx = try #require(["/usr/sbin/nghttpx", "/usr/bin/nghttpx"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                                   "nghttpx is missing (scripts/setup installs nghttp2-proxy)")
         let dir = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let key = dir.appendingPathComponent("relay-key.pem").path, cert = dir.appendingPathComponent("relay-cert.pem").path
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",
-                             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert, "-days", "1"]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        #expect(openssl.terminationStatus == 0)
-        let egress = PipelineServiceTests.freePort(), front = PipelineServiceTests.freePort()
-        let relay = Process()
-        relay.executableURL = URL(fileURLWithPath: nghttpx)
-        relay.arguments = ["--conf=/dev/null", "-f127.0.0.1,\(front)", "-b127.0.0.1,\(egress);;proto=h2;tls", "--insecure", "--no-ocsp", "--workers=1",
-                           "--backend-connections-per-host=4", "--errorlog-file=/dev/null", key, cert]
-        relay.standardOutput = FileHandle.nullDevice
-        relay.standardError = FileHandle.nullDevice
-        try relay.run()
-        // Foundation starts children with SIGTERM blocked, so terminate() would not reach nghttpx; its
-        // worker process ends by itself once the master is gone.
-        defer { kill(relay.processIdentifier, SIGKILL); relay.waitUntilExit() }
-        #expect(Self.waitForListener(front), "nghttpx did not listen on \(front)")
+        let egress = PipelineServiceTests.freePort()
+        let relay = try PassThroughRelay(egress: egress, dir: dir, tlsFront: true, tlsBack: true)
+        defer { relay.stop() }
+        let front = relay.port, cert = try #require(relay.cert)
         let request = Self.write(Self.apnsRequest, dir, "apns.http")
         let r = try PushbenchBinary.run(["pipeline", "--target", "https://127.0.0.1:\(front)", "--cacert", cert, "--request", request,
                                          "--egress-listen", "127.0.0.1:\(egress)", "--rps", "10000", "--requests", "100000",
@@ -136,12 +99,10 @@ import Glibc
     /// with `--egress-url`, behind nghttpx as an h2c relay: every push matched, none lost. A gateway
     /// that does not match is refused before any traffic.
     @Test func aGatewayStartedApartServesAsTheEgress() throws {
-        let nghttpx = try #require(["/usr/sbin/nghttpx", "/usr/bin/nghttpx"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                                   "nghttpx is missing (scripts/setup installs nghttp2-proxy)")
         let bin = try #require(PushbenchBinary.url, "build the pushbench binary first (swift build --build-tests)")
         let dir = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let egress = PipelineServiceTests.freePort(), plain = PipelineServiceTests.freePort(), front = PipelineServiceTests.freePort()
+        let egress = PipelineServiceTests.freePort(), plain = PipelineServiceTests.freePort()
         var gateways: [Process] = []
         defer { for g in gateways { kill(g.processIdentifier, SIGKILL); g.waitUntilExit() } }
         for (port, extra) in [(egress, ["--correlate-prefix", "pb-1234-"]), (plain, [])] {
@@ -152,17 +113,11 @@ import Glibc
             g.standardError = FileHandle.nullDevice
             try g.run()
             gateways.append(g)
-            #expect(Self.waitForListener(port), "the gateway did not listen on \(port)")
+            #expect(PipelineServiceTests.waitForListener(port), "the gateway did not listen on \(port)")
         }
-        let relay = Process()
-        relay.executableURL = URL(fileURLWithPath: nghttpx)
-        relay.arguments = ["--conf=/dev/null", "-f127.0.0.1,\(front);no-tls", "-b127.0.0.1,\(egress);;proto=h2", "--workers=1",
-                           "--errorlog-file=/dev/null"]
-        relay.standardOutput = FileHandle.nullDevice
-        relay.standardError = FileHandle.nullDevice
-        try relay.run()
-        defer { kill(relay.processIdentifier, SIGKILL); relay.waitUntilExit() }
-        #expect(Self.waitForListener(front), "nghttpx did not listen on \(front)")
+        let relay = try PassThroughRelay(egress: egress, dir: dir, tlsFront: false, tlsBack: false)
+        defer { relay.stop() }
+        let front = relay.port
         let request = Self.write(Self.apnsRequest, dir, "apns.http")
         let base = ["pipeline", "--target", "http://127.0.0.1:\(front)", "--h2c", "--request", request, "--out", dir.path]
         let r = try PushbenchBinary.run(base + ["--egress-url", "http://127.0.0.1:\(egress)", "--rps", "2000", "--requests", "10000", "--quiet"])

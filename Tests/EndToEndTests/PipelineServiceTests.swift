@@ -18,6 +18,24 @@ import Glibc
         return port
     }
 
+    /// Whether something accepts connections on 127.0.0.1:`port` within 10 s.
+    static func waitForListener(_ port: Int) -> Bool {
+        for _ in 0..<200 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            addr.sin_port = in_port_t(UInt16(port).bigEndian)
+            let r = withUnsafeMutablePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(fd)
+            if r == 0 { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
     /// A socket listening on a free loopback port, and the port (the caller closes it).
     static func listeningSocket() -> (Int32, Int) {
         let (fd, port) = boundSocket()
