@@ -182,7 +182,7 @@ enum KeptCA {
             let (present, absent) = hasCertificate ? (certificateName, keyName) : (keyName, certificateName)
             throw TLSError("\(directory) holds \(present) but not \(absent): put it back, or empty the directory to make a new CA")
         }
-        return try TLSCertificateAuthority(certificatePEM: try read(certificate), privateKeyPEM: try read(key),
+        return try TLSCertificateAuthority(certificatePEM: try PEM.read(file: certificate), privateKeyPEM: try PEM.read(file: key),
                                            certificateSource: certificate, keySource: key)
     }
 
@@ -199,21 +199,6 @@ enum KeptCA {
         try write(ca.privateKeyPEM, to: path(directory, keyName), mode: 0o600)
         try write(ca.certificatePEM, to: path(directory, certificateName), mode: 0o644)
         return ca
-    }
-
-    private static func read(_ path: String) throws(TLSError) -> String {
-        guard let f = fopen(path, "r") else { throw TLSError("\(path): \(String(cString: strerror(errno)))") }
-        defer { fclose(f) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n > 0 { bytes += chunk[0..<n] }
-            if n < chunk.count { break }
-            if bytes.count > 1 << 20 { throw TLSError("\(path): larger than 1 MiB, not a PEM file") }
-        }
-        if ferror(f) != 0 { throw TLSError("\(path): \(String(cString: strerror(errno)))") }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func write(_ text: String, to path: String, mode: mode_t) throws(TLSError) {

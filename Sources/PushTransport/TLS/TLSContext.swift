@@ -63,8 +63,8 @@ private func configureCommon(_ ctx: OpaquePointer, minimum: TLSVersion, maximum:
     _ = pb_ctx_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE) | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
 }
 
-/// Reads every certificate of a PEM text or file (a chain: leaf first).
-enum PEM {
+/// Reads PEM files, and every certificate of a PEM text or file (a chain: leaf first).
+public enum PEM {
     static func certificates(_ pem: String, source: String) throws(TLSError) -> [OpaquePointer] {
         let out = withMemoryBIO(pem) { bio in
             var out: [OpaquePointer] = []
@@ -93,7 +93,8 @@ enum PEM {
         }
     }
 
-    static func read(file path: String) throws(TLSError) -> String {
+    /// The text of the PEM file at `path` (at most 1 MiB); the error names the file and why.
+    public static func read(file path: String) throws(TLSError) -> String {
         guard let f = fopen(path, "r") else { throw TLSError("\(path): \(String(cString: strerror(errno)))") }
         defer { fclose(f) }
         var bytes: [UInt8] = []
@@ -104,6 +105,7 @@ enum PEM {
             if n < chunk.count { break }
             if bytes.count > 1 << 20 { throw TLSError("\(path): larger than 1 MiB, not a PEM file") }
         }
+        if ferror(f) != 0 { throw TLSError("\(path): \(String(cString: strerror(errno)))") }
         return String(decoding: bytes, as: UTF8.self)
     }
 }
