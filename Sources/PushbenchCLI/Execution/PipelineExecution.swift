@@ -153,30 +153,25 @@ struct PipelineExecution {
         config.requestLog = requestLog
         let pipeline = PipelineRun(config: config, tap: tap, drainNs: drainNs, arrivals: egress.drain, refused: egress.refused)
 
-        var display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds, targetRPS: config.rate)
-        let metrics = try run.startMetrics(label: label, target: authority, targetRPS: config.rate)
-        defer { metrics?.stop() }
-        let previous = catchInterrupts()
-        defer { restoreInterrupts(previous) }
+        let display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds, targetRPS: config.rate)
         let result: LoadResult
-        do {
-            result = try LoadRun.run(config, timeline: timeline, progress: { snapshot, elapsed in
-                                         display.show(snapshot, elapsed: elapsed)
-                                         metrics?.publish(snapshot, elapsed: elapsed)
-                                     },
-                                     shouldStop: { interruptRequested.load(ordering: .relaxed) || abort() },
-                                     poll: { t0 in pipeline.poll(t0: t0) })
+        do throws(Failure) {
+            // The drain for the last pushes stays inside the watch, so a stop signal during it still
+            // ends the run with its results kept.
+            result = try run.watched(label: label, target: authority, targetRPS: config.rate, display: display) { watch throws(LoadRunError) in
+                let result = try LoadRun.run(config, timeline: timeline, progress: watch.show,
+                                             shouldStop: { watch.stopRequested || abort() }, poll: { t0 in pipeline.poll(t0: t0) })
+                watch.display.finish()
+                if let ledger = pipeline.ledger, ledger.inFlight > 0, !options.quiet, !options.json {
+                    printError("pushbench pipeline: waiting up to \(ProgressDisplay.fixed(options.pipeline.drainSeconds, 1)) s for \(ledger.inFlight) pushes still on their way")
+                }
+                pipeline.drain(t0: result.t0Ns, deadline: MonotonicClock.nanoseconds() + drainNs, shouldStop: { watch.stopRequested })
+                return result
+            }
         } catch {
-            display.finish()
             requestLog?.finish()
-            throw Failure(error)
+            throw error
         }
-        display.finish()
-        if let ledger = pipeline.ledger, ledger.inFlight > 0, !options.quiet, !options.json {
-            printError("pushbench pipeline: waiting up to \(ProgressDisplay.fixed(options.pipeline.drainSeconds, 1)) s for \(ledger.inFlight) pushes still on their way")
-        }
-        pipeline.drain(t0: result.t0Ns, deadline: MonotonicClock.nanoseconds() + drainNs,
-                       shouldStop: { interruptRequested.load(ordering: .relaxed) })
         let gatewayStats = egress.stop()
         if let failures = egress.remote?.fetchFailures, failures.count > 0 {
             printError("pushbench pipeline: WARNING: \(failures.count) fetches from --egress-url failed (last: \(failures.last ?? "?")); pushes they would have brought count as lost")
