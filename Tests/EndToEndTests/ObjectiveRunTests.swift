@@ -65,7 +65,10 @@ import Testing
         #expect(cases.count == 8)
         let failing = cases.filter { $0.contains("|False|") }
         #expect(failing.count == 2)
-        #expect(failing.first?.hasPrefix("p50<1ms|False|p50<1ms did not hold: measured 2.") == true, "\(failing)")
+        // The gateway's 2 ms are a floor; a loaded machine adds to it.
+        let p50Case = try #require(failing.first)
+        let p50Measured = try #require(p50Case.firstMatch(of: /^p50<1ms\|False\|p50<1ms did not hold: measured (\d+\.\d+) ms/), "\(failing)")
+        #expect(Double(p50Measured.1).map { $0 >= 2 } == true, "\(p50Case)")
         #expect(failing.first?.hasSuffix("limit < 1.000 ms") == true)
         let md = try String(contentsOf: stepSummary, encoding: .utf8)
         #expect(md.hasPrefix("# before\n"), "appended, not replaced")
@@ -172,7 +175,7 @@ import Testing
         let cases = try Self.junit(junit)
         #expect(cases.count == 14, "\(cases)")
         let p50 = try #require(cases.first { $0.hasPrefix("p50|") })
-        #expect(p50.hasPrefix("p50|False|latency p50 (µs) regressed: BASE 1,"), "\(p50)")
+        #expect(p50.firstMatch(of: /^p50\|False\|latency p50 \(µs\) regressed: BASE [1-9],\d{3}/) != nil, "\(p50)")
         #expect(p50.hasSuffix("threshold +10%: REGRESSION"))
         #expect(cases.contains { $0.hasPrefix("achieved_rps|True|") })
         let md = try String(contentsOf: stepSummary, encoding: .utf8)
@@ -194,7 +197,9 @@ import Testing
         #expect(cases.count == 2, "the objective and the default error rate: \(cases)")
         let p99 = try #require(cases.first)
         #expect(p99.hasPrefix("p99<5ms|False|no rate held: capacity: below --min 200 rps"), "\(p99)")
-        #expect(p99.contains("at 200 rps: measured 20."))
+        // The injected 20 ms is a floor; a loaded machine adds to it.
+        let measured = try #require(p99.firstMatch(of: /at 200 rps: measured (\d+\.\d+) ms/), "\(p99)")
+        #expect(Double(measured.1).map { $0 >= 20 && $0 < 1000 } == true, "\(p99)")
         #expect(p99.hasSuffix("limit < 5.000 ms"))
         #expect(try String(contentsOf: stepSummary, encoding: .utf8).contains("# Capacity search"))
         // A search that finds a rate passes every case.
