@@ -91,7 +91,7 @@ import Testing
         "PushTransport": ["Loop", "Bytes", "TLS", "HTTP2", "HTTP1", "Server"],
         "LoadGenerator": ["Pacing", "Driver", "Recording", "Connections", "Credentials", "Runs", "Pipeline"],
         "MockGateway": ["APNs", "Auth", "FCM", "Server", "Configuration", "Stats", "Pipeline"],
-        "PushMetrics": ["Histograms", "Results", "Charts", "Comparison"],
+        "PushMetrics": ["Histograms", "Results", "Charts", "Comparison", "Live"],
         "PushbenchCLI": ["Commands", "Execution", "Output"],
     ]
 
