@@ -159,6 +159,9 @@ public final class RequestLog: @unchecked Sendable {
         self.t0.store(t0, ordering: .releasing)
         let thread = Thread { [self] in
             nameCurrentThread("pb-log")
+            // Formatting runs in the CPU time the driver and the gateway leave; a ring that fills
+            // meanwhile drops records and counts them.
+            moveCurrentThreadToIdlePriority()
             while !stopping.load(ordering: .acquiring) {
                 if drainAll() == 0 { usleep(5_000) }
             }
