@@ -28,9 +28,24 @@ bench_work() {
     trap bench_cleanup EXIT
 }
 
+# nghttpd may not exit on SIGTERM while it serves, and a parent can start the script with SIGTERM
+# blocked: each server gets 5 s after SIGTERM, then SIGKILL, so the script always ends.
 bench_cleanup() {
-    for pid in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+    local pid _
+    for pid in "${PIDS[@]+"${PIDS[@]}"}"; do
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do bench_alive "$pid" || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
     rm -rf "$WORK"
+}
+
+# Whether process PID runs (an exited child not yet waited for does not).
+bench_alive() {
+    local state
+    state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+    [ -n "$state" ] && [ "$state" != Z ]
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
