@@ -98,6 +98,25 @@ import Testing
         #expect(xml.contains("capacity over 2 searches: median 1,000 rps"))
     }
 
+    /// `--repeat 3 --json`: the repetition's capacity.json on stdout, each search's answer on stderr.
+    @Test func aRepeatedSearchPrintsItsStabilityAsJSON() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["capacity", "--slo", "p99<1s", "--min", "1k", "--max", "1k", "--step-duration", "200ms",
+                                         "--warmup", "0s", "--repeat", "3", "--out", out.path, "--json"])
+        #expect(r.status == 0, "\(r.err)")
+        for k in 1...3 { #expect(r.err.contains("search \(k) of 3: capacity: 1,000 rps with p99<1s"), "\(r.err)") }
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        #expect(json["kind"] as? String == "capacity")
+        #expect(json["repeat"] as? Int == 3)
+        #expect(PushbenchBinary.int(json, "answer", "rps") == 1_000)
+        #expect(PushbenchBinary.int(json, "answer", "search") == 2, "the lower middle of three equal answers is the second")
+        #expect((json["stability"] as? [String: Any])?["answers_rps"] as? [Int] == [1_000, 1_000, 1_000])
+        #expect((json["searches"] as? [[String: Any]])?.count == 3)
+        let written = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: try capacityFolder(out).appendingPathComponent("capacity.json"))) as? [String: Any])
+        #expect(written["stability"] as? NSDictionary == json["stability"] as? NSDictionary)
+    }
+
     /// Two agents (`--segment I/2`, one `--start-at`, one `--out`) make one search: after each step they
     /// meet in the shared folder, merge their steps, and take the same next rate at the same instant.
     @Test func agentsWithSegmentsRunOneSearchTogether() throws {
