@@ -35,17 +35,18 @@ bench_cleanup() {
     for pid in "${PIDS[@]+"${PIDS[@]}"}"; do
         kill "$pid" 2>/dev/null || true
         for _ in $(seq 50); do bench_alive "$pid" || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
+        if bench_alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
         wait "$pid" 2>/dev/null || true
     done
     rm -rf "$WORK"
 }
 
-# Whether process PID runs (an exited child not yet waited for does not).
+# Whether process PID is a running child of this script (an exited child not yet waited for is not, nor
+# a process that took the number of one already waited for).
 bench_alive() {
-    local state
-    state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
-    [ -n "$state" ] && [ "$state" != Z ]
+    local stat
+    stat=$(awk '{ print $3, $4 }' "/proc/$1/stat" 2>/dev/null) || return 1
+    [ -n "$stat" ] && [ "${stat% *}" != Z ] && [ "${stat#* }" = "$$" ]
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
