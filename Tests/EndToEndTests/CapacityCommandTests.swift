@@ -54,6 +54,69 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: try capacityFolder(out).appendingPathComponent("capacity.svg").path))
     }
 
+    /// `--repeat 2`: the whole search twice, each in its own folder, then each answer, the median and the
+    /// spread on the terminal, in capacity.json and capacity.md, and the verdict judged at the median.
+    @Test func aRepeatedSearchReportsEachAnswerTheMedianAndTheSpread() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let junit = out.appendingPathComponent("capacity-junit.xml")
+        let r = try PushbenchBinary.run(["capacity", "--slo", "p99<1s", "--min", "500", "--max", "1k", "--step-duration", "300ms",
+                                         "--warmup", "100ms", "--repeat", "2", "--out", out.path, "--junit", junit.path])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("search 1 of 2: capacity: 1,000 rps with p99<1s"), "\(r.out)")
+        #expect(r.out.contains("search 2 of 2: capacity: 1,000 rps with p99<1s"), "\(r.out)")
+        #expect(r.out.contains("capacity over 2 searches: median 1,000 rps (search 1); answers 1,000, 1,000 rps; spread 1,000-1,000 rps, 0% of the median"),
+                "\(r.out)")
+        let folder = try capacityFolder(out)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("capacity.json"))) as? [String: Any])
+        #expect(json["repeat"] as? Int == 2)
+        #expect(json["objectives"] as? [String] == ["p99<1s", "error_rate<1%"])
+        #expect(PushbenchBinary.int(json, "answer", "rps") == 1_000)
+        #expect(PushbenchBinary.int(json, "answer", "search") == 1)
+        let stability = try #require(json["stability"] as? [String: Any])
+        #expect(stability["answers_rps"] as? [Int] == [1_000, 1_000])
+        #expect(stability["median_rps"] as? Int == 1_000)
+        #expect(stability["spread_rps"] as? Int == 0)
+        #expect((stability["spread_pct"] as? NSNumber)?.doubleValue == 0)
+        let searches = try #require(json["searches"] as? [[String: Any]])
+        #expect(searches.map { $0["folder"] as? String } == ["search-1", "search-2"])
+        for search in searches {
+            let name = try #require(search["folder"] as? String)
+            let own = try #require(try JSONSerialization.jsonObject(
+                with: Data(contentsOf: folder.appendingPathComponent(name).appendingPathComponent("capacity.json"))) as? [String: Any])
+            #expect((own["steps"] as? [[String: Any]])?.map { $0["rps"] as? Int } == [500, 1_000], "\(name)")
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("\(name)/step-02-1000rps/summary.json").path))
+            #expect(search["steps"] as? Int == 2)
+        }
+        let md = try String(contentsOf: folder.appendingPathComponent("capacity.md"), encoding: .utf8)
+        #expect(md.contains("| 2 | 1,000 rps | --max held | 2 |"), "\(md)")
+        #expect(md.contains("**capacity over 2 searches: median 1,000 rps"))
+        let svg = try String(contentsOf: folder.appendingPathComponent("capacity.svg"), encoding: .utf8)
+        #expect(svg.contains("median 1,000 rps of 2 searches"))
+        let xml = try String(contentsOf: junit, encoding: .utf8)
+        #expect(xml.contains("failures=\"0\""))
+        #expect(xml.contains("capacity over 2 searches: median 1,000 rps"))
+    }
+
+    /// `--repeat 3 --json`: the repetition's capacity.json on stdout, each search's answer on stderr.
+    @Test func aRepeatedSearchPrintsItsStabilityAsJSON() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["capacity", "--slo", "p99<1s", "--min", "1k", "--max", "1k", "--step-duration", "200ms",
+                                         "--warmup", "0s", "--repeat", "3", "--out", out.path, "--json"])
+        #expect(r.status == 0, "\(r.err)")
+        for k in 1...3 { #expect(r.err.contains("search \(k) of 3: capacity: 1,000 rps with p99<1s"), "\(r.err)") }
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        #expect(json["kind"] as? String == "capacity")
+        #expect(json["repeat"] as? Int == 3)
+        #expect(PushbenchBinary.int(json, "answer", "rps") == 1_000)
+        #expect(PushbenchBinary.int(json, "answer", "search") == 2, "the lower middle of three equal answers is the second")
+        #expect((json["stability"] as? [String: Any])?["answers_rps"] as? [Int] == [1_000, 1_000, 1_000])
+        #expect((json["searches"] as? [[String: Any]])?.count == 3)
+        let written = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: try capacityFolder(out).appendingPathComponent("capacity.json"))) as? [String: Any])
+        #expect(written["stability"] as? NSDictionary == json["stability"] as? NSDictionary)
+    }
+
     /// Two agents (`--segment I/2`, one `--start-at`, one `--out`) make one search: after each step they
     /// meet in the shared folder, merge their steps, and take the same next rate at the same instant.
     @Test func agentsWithSegmentsRunOneSearchTogether() throws {
@@ -119,6 +182,8 @@ import Testing
             (["capacity", "--slo", "p99<fast"], "--slo: p99<fast: 'fast' is not a duration"),
             (["capacity", "--slo", "p99<1ms", "--rps", "5k"], "unknown option '--rps'"),
             (["capacity", "--slo", "p99<1ms", "--min", "10k", "--max", "5k"], "--max: 5000 is below --min 10000"),
+            (["capacity", "--slo", "p99<1ms", "--repeat", "0"], "--repeat: 0 is out of range (1...100)"),
+            (["capacity", "--slo", "p99<1ms", "--repeat", "twice"], "--repeat: 'twice' is not a whole number"),
             (["capacity", "--slo", "p99<1ms", "--segment", "0/2"], "--segment: the 2 agents of one search start together: give them all one --start-at"),
         ] {
             let r = try PushbenchBinary.run(args + ["--out", out.path])

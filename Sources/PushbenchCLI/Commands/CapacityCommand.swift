@@ -15,8 +15,10 @@ struct CapacityOptions: Equatable, Sendable {
     var stepSeconds = 10.0
     /// `--resolution`: the bisection stops when the rate that held and the one that failed are this close.
     var resolution = 0.02
-    /// `--junit FILE`: a JUnit test case per objective, judged at the answer.
+    /// `--junit FILE`: a JUnit test case per objective, judged at the answer (the median answer with `--repeat`).
     var junitFile: String?
+    /// `--repeat`: how many times the whole search runs, one after the other.
+    var repeats = 1
 }
 
 /// `pushbench capacity`: the highest constant rate at which every objective holds, found by running steps.
@@ -25,7 +27,7 @@ struct CapacityCommand: PushbenchCommand {
     static let abstract = "the highest rate at which every objective holds: an exponential probe, then a bisection"
     static let usage = """
     USAGE: pushbench capacity --slo p99<5ms [--slo error_rate<0.1%] [--min 1k] [--max 1M]
-                              [--step-duration 10s] [--resolution 2%] [run options]
+                              [--step-duration 10s] [--resolution 2%] [--repeat 3] [run options]
 
     Runs steps at constant rates, each a full measured run with its warm-up and its own folder: up from
     --min, doubling, until a step misses an objective (or --max holds), then halving the gap between the
@@ -35,7 +37,8 @@ struct CapacityCommand: PushbenchCommand {
     what stopped it: the objective, errors, or the sender itself falling behind (never reported as the
     target's capacity). Without an error_rate objective, more than 1% of requests failing fails a step.
     A step whose latency missed while the host stole 1% or more of its time (steal) is run again, twice
-    at most; a miss on the last try counts.
+    at most; a miss on the last try counts. With --repeat N the whole search runs N times, each in its
+    own search-K/ folder; the answer is their median, printed with each answer and the spread.
     """
     static let footer: String? = """
         EXIT STATUS: 0 the search ended (whatever the answer); 1 a step could not run; 2 bad input;
@@ -77,8 +80,12 @@ struct CapacityCommand: PushbenchCommand {
                 }
             },
             .value("--junit", "FILE", \.junitFile,
-                   help: "write JUnit XML for CI: a test case per objective, passed when some rate held them all (the answer's figures in the message); with GITHUB_STEP_SUMMARY set, the answer and the steps are appended to it") {
+                   help: "write JUnit XML for CI: a test case per objective, passed when some rate held them all (the answer's figures in the message; with --repeat, the median answer's); with GITHUB_STEP_SUMMARY set, the answer and the steps are appended to it") {
                 text, name throws(UsageError) in try RunCommand.fileName(text, name)
+            },
+            .value("--repeat", "N", \.repeats, default: "1",
+                   help: "run the whole search N times, one after the other, and report each answer, the median and the spread (lowest-highest, and as a percentage of the median); the verdict is the median answer's") {
+                text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 1...100)
             },
         ]
         // The run's options, for each step (parsed again by `pushbench run`'s own table, so they are

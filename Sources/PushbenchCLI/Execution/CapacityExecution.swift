@@ -35,7 +35,7 @@ struct CapacityExecution {
     }
 
     private func search() throws(RunExecution.Failure) -> Int32 {
-        let (template, tokens, limit) = try RunExecution(options: base).loadInputs()
+        let inputs = try RunExecution(options: base).loadInputs()
         let label = command.labelGiven ? base.label : "capacity"
         let root = URL(fileURLWithPath: base.outputRoot)
         // Agents of one search (--segment) meet in one folder, named from their shared start time.
@@ -56,7 +56,59 @@ struct CapacityExecution {
         }
         say("capacity search: \(options.objectives.map(\.description).joined(separator: ", ")), "
             + "\(CapacitySearch.grouped(options.min))...\(CapacitySearch.grouped(options.max)) rps, "
-            + "\(Self.seconds(base.warmupSeconds)) warm-up + \(Self.seconds(options.stepSeconds)) per step; \(folder.path)")
+            + "\(Self.seconds(base.warmupSeconds)) warm-up + \(Self.seconds(options.stepSeconds)) per step"
+            + (options.repeats > 1 ? ", \(options.repeats) searches" : "") + "; \(folder.path)")
+        guard options.repeats > 1 else {
+            let report = try searchOnce(inputs, folder: folder, meeting: &meeting, startedAt: startedAt)
+            if base.json { printOut(report.json.render()) } else { printOut(report.sentence) }
+            return conclude(folder: folder, junit: report.junit(suite: "pushbench capacity \(folder.lastPathComponent)"), markdown: report.markdown)
+        }
+        let began = Date()
+        var searches: [CapacityReport] = []
+        for k in 1...options.repeats {
+            // Each search in its own folder; agents go on meeting there, the next start carried over.
+            let sub = folder.appendingPathComponent(CapacityRepeatReport.folderName(k))
+            do { try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true) } catch {
+                throw RunExecution.Failure(status: 1, message: "\(sub.path): cannot create the folder: \(error.localizedDescription)")
+            }
+            say("search \(k) of \(options.repeats): \(sub.path)")
+            var m = meeting.map { AgentMeeting(folder: sub, index: $0.index, count: $0.count, nextStart: $0.nextStart, waitNs: $0.waitNs) }
+            let report = try searchOnce(inputs, folder: sub, meeting: &m, startedAt: k == 1 ? startedAt : Date())
+            meeting = m
+            say("search \(k) of \(options.repeats): \(report.sentence)")
+            searches.append(report)
+            if report.interrupted { break }
+        }
+        let repeated = CapacityRepeatReport(command: command, searches: searches, startedAt: startedAt,
+                                            seconds: Date().timeIntervalSince(began))
+        if meeting.map({ $0.index == 0 }) ?? true {
+            do { try repeated.write(to: folder) } catch {
+                throw RunExecution.Failure(status: 1, message: "cannot write the capacity report: \(error)")
+            }
+        }
+        if base.json { printOut(repeated.json.render()) } else { printOut(repeated.line) }
+        return conclude(folder: folder, junit: repeated.junit(suite: "pushbench capacity \(folder.lastPathComponent)"), markdown: repeated.markdown)
+    }
+
+    /// What every search ends with once its answer is printed: the folder's path, the JUnit file and the
+    /// GitHub step summary.
+    private func conclude(folder: URL, junit: JUnitReport, markdown: String) -> Int32 {
+        if !base.json && !base.quiet { printOut(folder.path) }
+        if let path = options.junitFile, let problem = junit.write(to: path) {
+            printError("pushbench capacity: \(problem)")
+            return 1
+        }
+        if let problem = StepSummary.append(markdown + "\n") {
+            printError("pushbench capacity: WARNING: \(problem)")
+        }
+        return 0
+    }
+
+    /// One whole search, its steps written under `folder` and its report beside them (by agent 0 alone
+    /// when agents meet).
+    private func searchOnce(_ inputs: (PayloadTemplate, DeviceTokens, Int), folder: URL, meeting: inout AgentMeeting?,
+                            startedAt: Date) throws(RunExecution.Failure) -> CapacityReport {
+        let (template, tokens, limit) = inputs
         var search = CapacitySearch(min: options.min, max: options.max, resolution: options.resolution, objectives: options.objectives)
         var runs: [StepRun] = []
         var interrupted = false
@@ -109,16 +161,7 @@ struct CapacityExecution {
                 throw RunExecution.Failure(status: 1, message: "cannot write the capacity report: \(error)")
             }
         }
-        if base.json { printOut(report.json.render()) } else { printOut(sentence) }
-        if !base.json && !base.quiet { printOut(folder.path) }
-        if let path = options.junitFile, let problem = report.junit(suite: "pushbench capacity \(folder.lastPathComponent)").write(to: path) {
-            printError("pushbench capacity: \(problem)")
-            return 1
-        }
-        if let problem = StepSummary.append(report.markdown + "\n") {
-            printError("pushbench capacity: WARNING: \(problem)")
-        }
-        return 0
+        return report
     }
 
     /// A new folder `root/id` (with `-2`, `-3`… when it exists).
