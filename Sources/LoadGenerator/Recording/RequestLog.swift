@@ -31,11 +31,13 @@ public struct RequestLogRecord: Sendable, Equatable {
     public var attempt: UInt8
     /// ``Phase`` raw value.
     public var phase: UInt8
+    /// The FCM message id the answer named (empty for APNs, whose apns-id the writer makes from `sequence`).
+    public var pushID: LoggedPushID
 
     /// A record; see the properties.
     public init(sequence: Int64, intended: UInt64, sent: UInt64, answered: UInt64, tokenIndex: Int32 = 0, connection: Int32 = 0,
                 stream: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0, status: UInt16, reason: UInt16 = 0,
-                thread: UInt8 = 0, attempt: UInt8 = 0, phase: UInt8 = 1) {
+                thread: UInt8 = 0, attempt: UInt8 = 0, phase: UInt8 = 1, pushID: LoggedPushID = LoggedPushID()) {
         self.sequence = sequence
         self.intended = intended
         self.sent = sent
@@ -50,6 +52,7 @@ public struct RequestLogRecord: Sendable, Equatable {
         self.thread = thread
         self.attempt = attempt
         self.phase = phase
+        self.pushID = pushID
     }
 }
 
@@ -58,14 +61,18 @@ public struct RequestLogRecord: Sendable, Equatable {
 public struct ResponseDetail: Sendable {
     /// See ``RequestLogRecord``.
     public var connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0
+    /// See ``RequestLogRecord/pushID``.
+    public var pushID = LoggedPushID()
 
     /// A detail; see the properties.
-    public init(connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0) {
+    public init(connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0,
+                pushID: LoggedPushID = LoggedPushID()) {
         self.connection = connection
         self.stream = stream
         self.tokenIndex = tokenIndex
         self.requestBytes = requestBytes
         self.responseBytes = responseBytes
+        self.pushID = pushID
     }
 }
 
@@ -124,10 +131,11 @@ public final class RequestLog: @unchecked Sendable {
     private static let warmup = Array("warmup".utf8), measured = Array("measured".utf8)
 
     /// The CSV header line.
-    public static let header = "seq,phase,thread,connection,stream,token,intended_us,sent_us,answered_us,latency_us,service_us,late_us,status,reason,attempt,request_bytes,response_bytes,apns_id\n"
+    public static let header = "seq,phase,thread,connection,stream,token,intended_us,sent_us,answered_us,latency_us,service_us,late_us,status,reason,attempt,request_bytes,response_bytes,push_id\n"
 
     /// Opens (creates or truncates) `path` and writes the header; throws a one-line reason when it
-    /// cannot. `seed` and `apnsIDs` give each APNs request's apns-id (made from its sequence number).
+    /// cannot. `seed` and `apnsIDs` give each APNs request's apns-id (made from its sequence number) for
+    /// `push_id`; without `apnsIDs` the column holds the record's ``RequestLogRecord/pushID``.
     public init(path: String, threads: Int, filter: RequestLogFilter, seed: UInt64, apnsIDs: Bool, capacity: Int = 1 << 16) throws(LoadRunError) {
         self.path = path
         self.filter = filter
@@ -264,6 +272,8 @@ public final class RequestLog: @unchecked Sendable {
             let at = buffer.count
             buffer += repeatElement(0, count: 36)
             buffer.withUnsafeMutableBytes { uuid.write(to: $0.baseAddress! + at) }
+        } else if !r.pushID.isEmpty {
+            r.pushID.withBytes { buffer += $0 }
         }
         buffer.append(UInt8(ascii: "\n"))
     }
