@@ -104,12 +104,15 @@ enum SlowestRequests {
         let stream = try column("stream"), status = try column("status"), reason = try column("reason")
         // `push_id` was called `apns_id` before it held FCM message ids too; a log of either form reads.
         let pushID = try names.contains("apns_id") ? column("apns_id") : column("push_id")
+        // A pipeline run's log has its pushes too (kind "arrival"); only requests are ranked.
+        let kind = names.firstIndex(of: "kind")
         var top: [Row] = []   // slowest first, at most n
         for (k, line) in lines.enumerated() {
             let f = line.split(separator: ",", omittingEmptySubsequences: false)
             guard f.count == names.count, let l = Int64(f[latency]) else {
                 throw Failure(description: "line \(k + 2): not \(names.count) comma-separated fields")
             }
+            if let kind, f[kind] != "request" { continue }
             if top.count == n, let last = top.last, l <= last.latencyUs { continue }
             let row = Row(sequence: Int64(f[seq]) ?? -1, latencyUs: l, lateUs: Int64(f[late]) ?? 0, serviceUs: Int64(f[service]) ?? 0,
                           sentUs: Int64(f[sent]) ?? 0, thread: String(f[thread]), connection: String(f[connection]),
