@@ -106,9 +106,12 @@ import Glibc
         defer { relay.stop() }
         let request = Self.write(Self.apnsRequest, dir, "apns.http")
         let log = dir.appendingPathComponent("pipeline-log.csv").path
+        // The request's token (in its path) is the third of the run's tokens: the pushes' lines name it by that index.
+        let tokens = Self.write([String(repeating: "cd", count: 32), String(repeating: "ef", count: 32),
+                                 String(repeating: "AB", count: 32)].joined(separator: "\n") + "\n", dir, "tokens.txt")
         let r = try PushbenchBinary.run(["pipeline", "--target", "http://127.0.0.1:\(relay.port)", "--h2c", "--request", request,
                                          "--egress-listen", "127.0.0.1:\(egress)", "--egress-h2c", "--rps", "2000", "--requests", "10000",
-                                         "--log", log, "--out", dir.path, "--quiet"])
+                                         "--tokens", tokens, "--log", log, "--out", dir.path, "--quiet"])
         #expect(r.status == 0, "\(r.out)\n\(r.err)")
         let s = try PushbenchBinary.summary(dir)
         let p = s["pipeline"] as? [String: Any]
@@ -128,6 +131,7 @@ import Glibc
             }
             #expect(a["seq"] == req["seq"] && a["intended_us"] == req["intended_us"])
             #expect(a["route"] == "apns" && a["status"] == "200" && a["arrival"] == "delivered" && a["phase"] == "measured")
+            #expect(a["token"] == "2", "\(a)")
             // The push left the relay after the request reached it, and the latency is end to end.
             #expect(Int(a["answered_us"]!)! >= Int(req["sent_us"]!)!, "\(a) \(req)")
             #expect(abs(Int(a["latency_us"]!)! - (Int(a["answered_us"]!)! - Int(a["intended_us"]!)!)) <= 1)

@@ -26,6 +26,8 @@ public final class PipelineRun {
     /// Where each push goes for `--log` (nil without a log), with what its line needs of the request.
     private let arrivalLog: SPSCRing<ArrivalLogRecord>?
     private var intended: (Int64) -> UInt64 = { _ in 0 }
+    /// The run's tokens by fingerprint (with a log only): a push's line names its token by its index.
+    private let tokenIndex: [UInt64: Int32]
     private var firstMeasured: Int64 = 0
 
     /// A pipeline run of `config` (its ``LoadConfiguration/pipeline`` is `tap`) whose gateway's pushes
@@ -39,6 +41,16 @@ public final class PipelineRun {
         refusedArrivals = refused
         self.drainNs = drainNs
         arrivalLog = config.requestLog?.arrivals
+        var byHash: [UInt64: Int32] = [:]
+        if arrivalLog != nil {
+            byHash.reserveCapacity(config.tokens.count)
+            for i in 0..<config.tokens.count {
+                // A token listed twice is named by its first line, as `--tokens` numbers it.
+                let h = config.tokens.withToken(i) { PushTokenHash.of($0) }
+                if byHash[h] == nil { byHash[h] = Int32(i) }
+            }
+        }
+        tokenIndex = byHash
         self.answers.reserveCapacity(1 << 12)
         self.arrivals.reserveCapacity(1 << 12)
     }
@@ -78,7 +90,7 @@ public final class PipelineRun {
     private func log(_ push: PushArrival, _ verdict: PipelineLedger.Verdict, _ ring: SPSCRing<ArrivalLogRecord>) {
         let matched = push.index >= 0
         ring.push(ArrivalLogRecord(index: push.index, intended: matched ? intended(push.index) : 0, arrived: push.arrivedAt,
-                                   status: push.status, route: push.route, verdict: verdict.rawValue,
+                                   tokenIndex: push.token == 0 ? -1 : tokenIndex[push.token] ?? -1, status: push.status, route: push.route, verdict: verdict.rawValue,
                                    phase: UInt8(push.index >= firstMeasured ? Phase.measured.rawValue : Phase.warmup.rawValue)))
     }
 
