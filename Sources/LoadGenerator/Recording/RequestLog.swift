@@ -262,6 +262,8 @@ public final class RequestLog: @unchecked Sendable {
 
     private func comma() { buffer.append(UInt8(ascii: ",")) }
 
+    private func commas(_ n: Int) { for _ in 0..<n { buffer.append(UInt8(ascii: ",")) } }
+
     private func append(_ r: RequestLogRecord) {
         if stopped { return }
         let base = t0.load(ordering: .acquiring)
@@ -299,7 +301,8 @@ public final class RequestLog: @unchecked Sendable {
         }
         comma()
         appendPipelineID(r.sequence)
-        buffer += [UInt8(ascii: ","), UInt8(ascii: ","), UInt8(ascii: "\n")]
+        commas(2)
+        buffer.append(UInt8(ascii: "\n"))
     }
 
     private func appendPipelineID(_ index: Int64) {
@@ -323,17 +326,16 @@ public final class RequestLog: @unchecked Sendable {
         if matched { appendInt(a.index) }
         comma()
         if matched { buffer += a.phase == 0 ? Self.warmup : Self.measured }
-        buffer += [UInt8(ascii: ","), UInt8(ascii: ","), UInt8(ascii: ","), UInt8(ascii: ",")]   // thread, connection, stream
+        commas(4)   // and thread, connection, stream
         if a.tokenIndex >= 0 { appendInt(Int64(a.tokenIndex)) }
         comma()
         if matched { appendInt(us(a.intended)) }
-        buffer += [UInt8(ascii: ","), UInt8(ascii: ",")]   // sent_us
+        commas(2)   // and sent_us
         appendInt(us(a.arrived)); comma()
         if matched { appendInt(Int64((a.arrived > a.intended ? a.arrived - a.intended : 0) / 1000)) }
-        buffer += [UInt8(ascii: ","), UInt8(ascii: ","), UInt8(ascii: ",")]   // service_us, late_us
+        commas(3)   // and service_us, late_us
         appendInt(Int64(a.status))
-        // reason, attempt, request_bytes, response_bytes, push_id
-        buffer += [UInt8(ascii: ","), UInt8(ascii: ","), UInt8(ascii: ","), UInt8(ascii: ","), UInt8(ascii: ","), UInt8(ascii: ",")]
+        commas(6)   // and reason, attempt, request_bytes, response_bytes, push_id
         if matched { appendPipelineID(a.index) }
         comma()
         buffer += Self.routes[Int(a.route & 1)]; comma()
