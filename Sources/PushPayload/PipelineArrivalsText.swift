@@ -1,7 +1,8 @@
 /// The text of `POST /pipeline/arrivals`, how a gateway started with `--correlate-prefix` hands the pushes
 /// it matched to a pipeline run given `--egress-url`: a first line `# pushbench pipeline arrivals PREFIX`,
-/// then one line per push, `index arrived_unix_ns route status` (index -1: no id, -2: another run's;
-/// route 0 APNs, 1 FCM; status 0: the connection was dropped).
+/// then one line per push, `index arrived_unix_ns route status token` (index -1: no id, -2: another
+/// run's; route 0 APNs, 1 FCM; status 0: the connection was dropped; token the ``PushTokenHash`` of its
+/// device token, 0 for none, and a line without it reads as 0).
 public enum PipelineArrivalsText {
     static let header = "# pushbench pipeline arrivals "
 
@@ -15,21 +16,24 @@ public enum PipelineArrivalsText {
         public var route: UInt8
         /// The status answered (0: dropped).
         public var status: UInt16
+        /// The token's fingerprint (0: none).
+        public var token: UInt64
 
         /// A line; see the properties.
-        public init(index: Int64, unixNs: Int64, route: UInt8, status: UInt16) {
+        public init(index: Int64, unixNs: Int64, route: UInt8, status: UInt16, token: UInt64 = 0) {
             self.index = index
             self.unixNs = unixNs
             self.route = route
             self.status = status
+            self.token = token
         }
     }
 
     /// The text for `prefix` and `lines`.
     public static func render(prefix: String, _ lines: [Line]) -> String {
         var text = header + prefix + "\n"
-        text.reserveCapacity(lines.count * 32)
-        for l in lines { text += "\(l.index) \(l.unixNs) \(l.route) \(l.status)\n" }
+        text.reserveCapacity(lines.count * 52)
+        for l in lines { text += "\(l.index) \(l.unixNs) \(l.route) \(l.status) \(l.token)\n" }
         return text
     }
 
@@ -43,8 +47,9 @@ public enum PipelineArrivalsText {
         out.reserveCapacity(lines.count)
         for line in lines {
             let f = line.split(separator: " ")
-            guard f.count == 4, let i = Int64(f[0]), let t = Int64(f[1]), let r = UInt8(f[2]), let s = UInt16(f[3]) else { return nil }
-            out.append(Line(index: i, unixNs: t, route: r, status: s))
+            guard f.count == 4 || f.count == 5, let i = Int64(f[0]), let t = Int64(f[1]), let r = UInt8(f[2]), let s = UInt16(f[3]),
+                  let token = f.count == 5 ? UInt64(f[4]) : 0 else { return nil }
+            out.append(Line(index: i, unixNs: t, route: r, status: s, token: token))
         }
         return (prefix, out)
     }

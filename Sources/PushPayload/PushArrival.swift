@@ -9,6 +9,8 @@ public struct PushArrival: Sendable, Equatable {
     public var route: UInt8
     /// The status answered; 0 when the gateway dropped the connection instead.
     public var status: UInt16
+    /// The push's device token as ``PushTokenHash`` fingerprints it; 0 when it named none.
+    public var token: UInt64
 
     /// A push without a correlation id.
     public static let noID: Int64 = -1
@@ -16,11 +18,12 @@ public struct PushArrival: Sendable, Equatable {
     public static let foreignID: Int64 = -2
 
     /// An arrival; see the properties.
-    public init(index: Int64, arrivedAt: UInt64, route: UInt8, status: UInt16) {
+    public init(index: Int64, arrivedAt: UInt64, route: UInt8, status: UInt16, token: UInt64 = 0) {
         self.index = index
         self.arrivedAt = arrivedAt
         self.route = route
         self.status = status
+        self.token = token
     }
 
     /// Whether the answer asks the sender to try again (429, 500, 503, or a dropped connection).

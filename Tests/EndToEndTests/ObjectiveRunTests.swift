@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `--slo`, `--abort-on-slo` and `--junit` on real runs against the embedded gateway, with a known latency
 /// (`--latency`) or a known failure rate (`--fail`): the verdicts, summary.json's `objectives`, exit 6,
@@ -113,6 +116,57 @@ import Testing
 
     /// A 30-second run whose p50 misses from the first second stops after the 2-second grace (and a
     /// second or two for the seconds to close), with what it measured written.
+    /// A real stall in the middle of a real run: the gateway, a process of its own, is stopped (SIGSTOP)
+    /// for 200 ms and let go (SIGCONT). Every request intended during the stall waits for its end, so
+    /// its latency is the rest of the stall: the requests of its first 100 ms take 100 ms or more.
+    ///
+    /// The arithmetic, at 500 rps for 30 s (15,000 measured requests): a stall of S ms puts
+    /// (S − 100) ms × 500/s requests at 100 ms or more, 50 for S = 200, 0.33% of the run, so the
+    /// whole-run p99 stays under 100 ms (a stall stretched to 350 ms by a slow wake-up still makes
+    /// only 125, 0.83%). The second holding the stall has 500 requests: 50 of them, 10% (at least 5%
+    /// in each of two seconds if the stall straddles a boundary), are over 100 ms, so that second's p99
+    /// is over 100 ms and the 1-second window objective fails. The 100 ms limit is far above the
+    /// loopback's own latency, so nothing but the stall comes near it.
+    @Test func aOneSecondWindowCatchesALiveStallTheWholeRunP99Hides() throws {
+        let bin = try #require(PushbenchBinary.url, "build pushbench first (swift build --build-tests)")
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let gateway = try LoopbackGatewayProcess()
+        defer { gateway.stop() }
+        let run = Process()
+        run.executableURL = bin
+        run.arguments = ["run", "--target", gateway.url, "--rps", "500", "--warmup", "1s", "--duration", "30s", "--connections", "1",
+                         "--quiet", "--slo", "p99<100ms", "--slo", "p99<100ms per 1s", "--out", out.path]
+        let pipe = Pipe()
+        run.standardOutput = pipe
+        run.standardError = pipe
+        try run.run()
+        // Well inside the measured phase (the warm-up and the connect take a second or two), well
+        // before its end.
+        Thread.sleep(forTimeInterval: 12)
+        let pid = gateway.process.processIdentifier
+        let stoppedAt = Date()
+        kill(pid, SIGSTOP)
+        usleep(200_000)
+        kill(pid, SIGCONT)
+        let stall = Date().timeIntervalSince(stoppedAt)
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        run.waitUntilExit()
+        #expect(stall < 0.35, "the stall took \(stall) s: the arithmetic above no longer holds")
+        #expect(run.terminationStatus == 6, "the window objective did not hold: \(output)")
+        let s = try PushbenchBinary.summary(out)
+        #expect(PushbenchBinary.int(s, "requests", "completed") == 15_000, "\(output)")
+        let (passed, results) = try Self.objectives(s)
+        #expect(!passed)
+        let whole = try #require(results["p99<100ms"]), window = try #require(results["p99<100ms per 1s"])
+        #expect(whole["passed"] as? Bool == true, "the whole run's p99 hides the stall: \(whole)")
+        #expect(window["passed"] as? Bool == false, "a 1 s window catches it: \(window)")
+        #expect((1...2).contains(window["windows_failed"] as? Int ?? 0), "\(window)")
+        #expect((window["measured"] as? Double ?? 0) >= 100_000, "\(window)")
+        // The worst window is where the stall was: 12 s after the start, less the warm-up and the connect.
+        #expect((6...12).contains(window["worst_window_start_s"] as? Int ?? -1), "\(window)")
+    }
+
     @Test func abortOnSLOStopsWithinTheGraceAndKeepsTheResults() throws {
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }

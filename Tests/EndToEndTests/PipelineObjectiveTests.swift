@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// `pushbench pipeline --slo` and `--log` through a pass-through relay (nghttpx) as the service: the
-/// pipeline metrics judged, exit 6 on the one set to fail, a log line per front-door request.
+/// pipeline metrics judged, exit 6 on the one set to fail, a log line per front-door request and per push.
 @Suite(.serialized) struct PipelineObjectiveTests {
     @Test func pipelineObjectivesAndLog() throws {
         let dir = PushbenchBinary.tempDir()
@@ -35,8 +35,9 @@ import Glibc
         #expect((byName["e2e_p50<1us"]?["measured"] as? Double ?? 0) >= 1)
         #expect(r.out.contains("FAIL  e2e_p50<1us"))
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == 4_001, "a header and a line per front-door request")
-        #expect(PushbenchBinary.int(s, "request_log", "written") == 4_000)
+        #expect(lines.count == 8_001, "a header, a line per front-door request and one per push")
+        #expect(lines.filter { $0.hasPrefix("request,") }.count == 4_000 && lines.filter { $0.hasPrefix("arrival,") }.count == 4_000)
+        #expect(PushbenchBinary.int(s, "request_log", "written") == 8_000 && PushbenchBinary.int(s, "request_log", "arrivals") == 4_000)
         #expect(try String(contentsOfFile: junit, encoding: .utf8).contains("<testcase name=\"e2e_p50&lt;1us\""))
     }
 }

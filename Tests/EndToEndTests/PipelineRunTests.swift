@@ -1,4 +1,5 @@
 import Foundation
+import PushMetrics
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -93,6 +94,56 @@ import Glibc
         for file in ["e2e_latency.hgrm", "e2e_latency.hlog", "pipeline.csv"] {
             #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(file).path), "\(file)")
         }
+    }
+
+    /// `--log` on a pipeline run: one file with a line per request and a line per push that reached the
+    /// egress, each exactly once, every push joined to its request by the pipeline id.
+    @Test func theLogHasEveryRequestAndEveryPushOnce() throws {
+        let dir = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let egress = PipelineServiceTests.freePort()
+        let relay = try PassThroughRelay(egress: egress, dir: dir, tlsFront: false, tlsBack: false)
+        defer { relay.stop() }
+        let request = Self.write(Self.apnsRequest, dir, "apns.http")
+        let log = dir.appendingPathComponent("pipeline-log.csv").path
+        // The request's token (in its path) is the third of the run's tokens: the pushes' lines name it by that index.
+        let tokens = Self.write([String(repeating: "cd", count: 32), String(repeating: "ef", count: 32),
+                                 String(repeating: "AB", count: 32)].joined(separator: "\n") + "\n", dir, "tokens.txt")
+        let r = try PushbenchBinary.run(["pipeline", "--target", "http://127.0.0.1:\(relay.port)", "--h2c", "--request", request,
+                                         "--egress-listen", "127.0.0.1:\(egress)", "--egress-h2c", "--rps", "2000", "--requests", "10000",
+                                         "--tokens", tokens, "--log", log, "--out", dir.path, "--quiet"])
+        #expect(r.status == 0, "\(r.out)\n\(r.err)")
+        let s = try PushbenchBinary.summary(dir)
+        let p = s["pipeline"] as? [String: Any]
+        #expect(PushbenchBinary.int(p, "delivered") == 10_000, "\(p ?? [:])")
+        let rows = try RequestLogRunTests.rows(log)
+        let requests = rows.filter { $0["kind"] == "request" }, arrivals = rows.filter { $0["kind"] == "arrival" }
+        #expect(requests.count == 10_000 && arrivals.count == 10_000 && rows.count == 20_000)
+        #expect(PushbenchBinary.int(s, "request_log", "written") == 20_000 && PushbenchBinary.int(s, "request_log", "arrivals") == 10_000)
+        #expect(Set(requests.map { $0["seq"]! }).count == 10_000 && Set(arrivals.map { $0["seq"]! }).count == 10_000)
+        let prefix = try #require(p?["id_prefix"] as? String)
+        let byID = Dictionary(uniqueKeysWithValues: requests.map { ($0["pipeline_id"]!, $0) })
+        #expect(byID.count == 10_000 && byID.keys.allSatisfy { $0.hasPrefix(prefix) })
+        for a in arrivals {
+            guard let req = byID[a["pipeline_id"]!] else {
+                Issue.record("a push of no logged request: \(a)")
+                break
+            }
+            #expect(a["seq"] == req["seq"] && a["intended_us"] == req["intended_us"])
+            #expect(a["route"] == "apns" && a["status"] == "200" && a["arrival"] == "delivered" && a["phase"] == "measured")
+            #expect(a["token"] == "2", "\(a)")
+            // The push left the relay after the request reached it, and the latency is end to end.
+            #expect(Int(a["answered_us"]!)! >= Int(req["sent_us"]!)!, "\(a) \(req)")
+            #expect(abs(Int(a["latency_us"]!)! - (Int(a["answered_us"]!)! - Int(a["intended_us"]!)!)) <= 1)
+        }
+        // The pushes' latencies are the end-to-end histogram's.
+        let h = HdrHistogram.latencyMicroseconds()
+        for a in arrivals { h.record(Int64(a["latency_us"]!)!) }
+        let p99 = Int64(PushbenchBinary.int(p, "end_to_end_latency_us", "p99"))
+        #expect(abs(h.valueAtPercentile(99) - p99) <= max(1, p99 / 1000), "log p99 \(h.valueAtPercentile(99)) µs, summary \(p99) µs")
+        // report --slowest ranks the requests only.
+        let report = try PushbenchBinary.run(["report", dir.appendingPathComponent("latest").path, "--slowest", "5"])
+        #expect(report.status == 0 && report.out.split(separator: "\n").count == 7, "\(report.out)\(report.err)")
     }
 
     /// A gateway started apart (`pushbench gateway --correlate-prefix`) as the egress, given to the run

@@ -39,7 +39,7 @@ import Testing
         // Times are µs from t0, each truncated: the differences agree within 1 µs.
         #expect(rows.allSatisfy { abs(Int($0["late_us"]!)! - (Int($0["sent_us"]!)! - Int($0["intended_us"]!)!)) <= 1 })
         #expect(rows.allSatisfy { abs(Int($0["latency_us"]!)! - (Int($0["answered_us"]!)! - Int($0["intended_us"]!)!)) <= 1 })
-        #expect(rows.allSatisfy { $0["apns_id"]!.count == 36 && $0["request_bytes"] != "0" })
+        #expect(rows.allSatisfy { $0["push_id"]!.count == 36 && $0["request_bytes"] != "0" })
         let failed = rows.filter { $0["status"] == "400" }
         #expect(failed.count == PushbenchBinary.int(s, "requests", "failed"))
         #expect(failed.allSatisfy { $0["reason"] == "BadDeviceToken" && $0["response_bytes"] != "0" })
@@ -55,6 +55,28 @@ import Testing
         #expect(top[0] == Substring(slowest["seq"]!))
         #expect(top[1] == Substring(String(format: "%.3f", Double(slowest["latency_us"]!)! / 1000)))
         #expect(top[6] == Substring(slowest["connection"]!) && top[7] == Substring(slowest["stream"]!))
+    }
+
+    /// An FCM run's log carries the message id each answer named, which `report --slowest` shows.
+    @Test func anFCMRunLogsTheMessageIDOfEachAnswer() throws {
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let log = out.appendingPathComponent("fcm.csv").path
+        let r = try PushbenchBinary.run(["run", "--protocol", "fcm", "--requests", "2000", "--rps", "4000", "--quiet",
+                                         "--gateway-arg=--fcm-fail=UNAVAILABLE=0.05", "--log", log, "--out", out.path])
+        #expect(r.status == 0, "\(r.err)")
+        let rows = try Self.rows(log)
+        #expect(rows.count == 2_000)
+        let ok = rows.filter { $0["status"] == "200" }, failed = rows.filter { $0["status"] != "200" }
+        #expect(ok.count > 1_800 && failed.count > 20, "\(ok.count) answered 200, \(failed.count) not")
+        // The gateway's ids: "0:", a counter, "%", 16 hex digits; each its own.
+        #expect(ok.allSatisfy { $0["push_id"]!.wholeMatch(of: /0:\d+%[0-9a-f]{16}/) != nil }, "\(ok.first ?? [:])")
+        #expect(Set(ok.map { $0["push_id"]! }).count == ok.count)
+        #expect(failed.allSatisfy { $0["push_id"] == "" && $0["reason"] == "UNAVAILABLE" })
+        let report = try PushbenchBinary.run(["report", out.appendingPathComponent("latest").path, "--slowest", "2000"])
+        #expect(report.status == 0, "\(report.err)")
+        #expect(report.out.split(separator: "\n")[1].hasSuffix("push id"), "\(report.out.prefix(400))")
+        #expect(ok.allSatisfy { report.out.contains($0["push_id"]!) })
     }
 
     @Test func aSampleKeepsItsFractionAndTheFloorItsLatency() throws {

@@ -184,5 +184,37 @@ import PushTransport
         #expect(best <= 20, "\(best) allocations outside nghttp2 for 2000 requests")
         #expect(answers >= 9_000 && tap.refused == 0, "\(answers) answers reported")
     }
+
+    /// An FCM run with `--log`: each answer's message id is read from its body into the record, inline;
+    /// nothing allocated per request outside nghttp2 either.
+    @Test func fcmPathWithALogAllocatesNothingOutsideNghttp2() throws {
+        let gateway = try EmbeddedGateway.start(GatewayConfiguration.parse([]))
+        defer { gateway.stop() }
+        var config = LoadConfiguration(host: gateway.host, port: gateway.port, template: .defaultFCM(),
+                                       tokens: DeviceTokens(synthetic: 100, seed: 3))
+        config.pushProtocol = .fcm
+        config.project = "alloc-test"
+        config.connections = 2
+        config.streams = 32
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let requestLog = try RequestLog(path: dir.appendingPathComponent("log.csv").path, threads: 1, filter: RequestLogFilter(),
+                                        seed: 1, apnsIDs: false, capacity: 1 << 15)
+        config.requestLog = requestLog
+        let path = try BuilderClientPath<FCMRequestBuilder>(config)
+        defer { path.close() }
+        path.core.requestLog = requestLog.rings[0]
+        var records: [RequestLogRecord] = []
+        records.reserveCapacity(1 << 15)
+        func drain() { requestLog.rings[0].drain { records.append($0) } }
+        #expect(path.serve(3_000))
+        drain()
+        let best = path.allocationsOutsideNghttp2(check: drain)
+        #expect(best <= 20, "\(best) allocations outside nghttp2 for 2000 requests")
+        #expect(records.count >= 9_000 && requestLog.dropped == 0)
+        #expect(records.allSatisfy { $0.status == 200 && !$0.pushID.isEmpty && $0.pushID.text.hasPrefix("0:") })
+        #expect(Set(records.map(\.pushID.text)).count == records.count, "every message id its own")
+    }
 }
 

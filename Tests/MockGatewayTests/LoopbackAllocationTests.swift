@@ -46,7 +46,9 @@ import PushPayload
                     payload: #"{"aps":{"alert":{"title":"Portugal vs. Denmark","body":"great match!"}},"pipeline_id":"pb-7f3a-000000123"}"#)
         loop.close()
         var matched = 0, other = 0
-        correlator.drain { if $0.index == 123 && $0.status == 200 { matched += 1 } else { other += 1 } }
+        // The token fingerprinted from the path too.
+        let token = PushTokenHash.of(String(repeating: "ab", count: 32))
+        correlator.drain { if $0.index == 123 && $0.status == 200 && $0.token == token { matched += 1 } else { other += 1 } }
         #expect(matched > 3000 && other == 0 && correlator.refused == 0)
     }
 

@@ -88,10 +88,13 @@ import Testing
     }
 
     @Test func arrivalsTextRoundTrips() {
-        let lines = [PipelineArrivalsText.Line(index: 123, unixNs: 1_796_000_000_123_456_789, route: 0, status: 200),
+        let lines = [PipelineArrivalsText.Line(index: 123, unixNs: 1_796_000_000_123_456_789, route: 0, status: 200, token: 42),
                      PipelineArrivalsText.Line(index: PushArrival.noID, unixNs: 5, route: 1, status: 0)]
         let text = PipelineArrivalsText.render(prefix: "pb-7f3a-", lines)
-        #expect(text.hasPrefix("# pushbench pipeline arrivals pb-7f3a-\n123 1796000000123456789 0 200\n"))
+        #expect(text.hasPrefix("# pushbench pipeline arrivals pb-7f3a-\n123 1796000000123456789 0 200 42\n"))
+        // A line without the token's fingerprint reads as one with none.
+        #expect(PipelineArrivalsText.parse("# pushbench pipeline arrivals pb-7f3a-\n1 2 0 200\n")?.lines
+                == [PipelineArrivalsText.Line(index: 1, unixNs: 2, route: 0, status: 200)])
         let back = PipelineArrivalsText.parse(text)
         #expect(back?.prefix == "pb-7f3a-" && back?.lines == lines)
         #expect(PipelineArrivalsText.parse("{\"requests\":0}") == nil)

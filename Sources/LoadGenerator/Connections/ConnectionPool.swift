@@ -154,7 +154,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         if core.requestLog != nil {
             core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed,
                            detail: connections.detail(slot: slot, connection: connection, stream: response.streamID,
-                                                      responseBytes: response.bodyLength))
+                                                      responseBytes: response.bodyLength, status: response.status, body: response.body))
         } else {
             core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
         }

@@ -124,7 +124,8 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
         connections.answered(slot: slot, status: response.status, reason: reason)
         if core.requestLog != nil {
             core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt,
-                           detail: connections.detail(slot: slot, connection: connection, responseBytes: response.body.count))
+                           detail: connections.detail(slot: slot, connection: connection, responseBytes: response.body.count,
+                                                      status: response.status, body: response.body))
         } else {
             core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt)
         }

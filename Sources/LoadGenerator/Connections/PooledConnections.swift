@@ -74,10 +74,13 @@ final class PooledConnections<Connection: PoolConnection> {
     // For `--log`: body bytes of the request in each slot, and each connection's number (in the order opened).
     private let slotBytes: UnsafeMutablePointer<Int32>
     private var connectionNumbers: [ObjectIdentifier: Int32] = [:]
+    /// Whether `--log` records the message id of each FCM answer (an FCM run, not a pipeline's front door).
+    let logsMessageIDs: Bool
 
     init(config: LoadConfiguration, driver: DriverCore, slots: Int) {
         self.config = config
         self.driver = driver
+        logsMessageIDs = config.requestLog != nil && config.pushProtocol == .fcm && config.frontDoor == nil
         pruned = TokenSet(capacity: config.pruneGoneTokens ? config.tokens.count : 0)
         slotToken = .allocate(capacity: slots)
         slotToken.initialize(repeating: 0, count: slots)
@@ -160,9 +163,11 @@ final class PooledConnections<Connection: PoolConnection> {
     func sent(slot: Int32, bytes: Int) { slotBytes[Int(slot)] = Int32(truncatingIfNeeded: bytes) }
 
     /// What the request log keeps of `slot`'s answer on `c`.
-    func detail(slot: Int32, connection c: Connection, stream: Int32 = 0, responseBytes: Int) -> ResponseDetail {
+    func detail(slot: Int32, connection c: Connection, stream: Int32 = 0, responseBytes: Int, status: Int,
+                body: UnsafeRawBufferPointer) -> ResponseDetail {
         ResponseDetail(connection: connectionNumbers[ObjectIdentifier(c)] ?? 0, stream: stream, tokenIndex: slotToken[Int(slot)],
-                       requestBytes: slotBytes[Int(slot)], responseBytes: Int32(truncatingIfNeeded: responseBytes))
+                       requestBytes: slotBytes[Int(slot)], responseBytes: Int32(truncatingIfNeeded: responseBytes),
+                       pushID: logsMessageIDs && status == 200 ? LoggedPushID(fcmAnswer: body) : LoggedPushID())
     }
 
     /// Prunes the token of `slot`'s request when its answer says the token is gone; when that was the

@@ -387,7 +387,7 @@ public final class DriverCore {
                                              tokenIndex: detail.tokenIndex, connection: detail.connection, stream: detail.stream,
                                              requestBytes: detail.requestBytes, responseBytes: detail.responseBytes,
                                              status: UInt16(clamping: status), reason: UInt16(clamping: reason), thread: logThread,
-                                             attempt: r.attempt, phase: UInt8(r.phase.rawValue)))
+                                             attempt: r.attempt, phase: UInt8(r.phase.rawValue), pushID: detail.pushID))
         }
         recorder.recordResponse(r.phase, status: status, reason: reason,
                                 latencyNs: now > r.intended ? now - r.intended : 0,

@@ -71,6 +71,26 @@ public final class PipelineLedger {
         public var histogram: EncodedHistogram?
     }
 
+    /// What one push turned out to be when it arrived (the `--log` file's `arrival` column). A push of a
+    /// request the front door refuses only later stays `delivered` here, though the books move it.
+    public enum Verdict: UInt8, CaseIterable, Sendable {
+        case delivered, rejected, duplicate, refusedByGateway, refusedRequest, unknownRequest, noID, otherRun
+
+        /// The name in the log.
+        public var name: String {
+            switch self {
+            case .delivered: "delivered"
+            case .rejected: "rejected"
+            case .duplicate: "duplicate"
+            case .refusedByGateway: "refused_by_gateway"
+            case .refusedRequest: "refused_request"
+            case .unknownRequest: "unknown_request"
+            case .noID: "no_id"
+            case .otherRun: "other_run"
+            }
+        }
+    }
+
     private struct Record {
         var index: Int64 = -1
         /// 0 no answer yet, 1 accepted, 2 refused.
@@ -195,19 +215,21 @@ public final class PipelineLedger {
         }
     }
 
-    /// The gateway saw a push.
-    public func take(_ push: PushArrival) {
+    /// The gateway saw a push; returns what it turned out to be.
+    @discardableResult
+    public func take(_ push: PushArrival) -> Verdict {
         advance(to: push.arrivedAt)
         let inSecond: Int64 = push.arrivedAt >= measuredFrom ? 1 : 0
         let b = push.index >= 0 ? book(push.index) : 1
         if push.route == 1 { books[b].fcm += 1; current.fcm += inSecond } else { books[b].apns += 1; current.apns += inSecond }
         guard push.index >= 0 else {
-            if push.index == PushArrival.foreignID { books[b].otherRun += 1 } else { books[b].noID += 1 }
-            return
+            if push.index == PushArrival.foreignID { books[b].otherRun += 1; return .otherRun }
+            books[b].noID += 1
+            return .noID
         }
         guard let r = record(push.index) else {
             books[b].unknownRequest += 1
-            return
+            return .unknownRequest
         }
         if r.pointee.pendingRetries > 0 {
             books[b].retried += 1
@@ -216,16 +238,16 @@ public final class PipelineLedger {
         if push.isRetryable {
             books[b].refusedByGateway += 1
             r.pointee.pendingRetries &+= 1
-            return
+            return .refusedByGateway
         }
         if Int(r.pointee.finals) >= fanOut {
             books[b].duplicated += 1
-            return
+            return .duplicate
         }
         r.pointee.finals += 1
         if r.pointee.answer == 2 {
             books[b].refusedRequest += 1
-            return
+            return .refusedRequest
         }
         books[b].delivered += 1
         if push.status >= 400 { books[b].rejected += 1 }
@@ -235,6 +257,7 @@ public final class PipelineLedger {
             endToEnd.record(us)
             secondHistogram.record(us)
         }
+        return push.status >= 400 ? .rejected : .delivered
     }
 
     /// Closes the seconds before the one `now` falls in.

@@ -23,6 +23,12 @@ public final class PipelineRun {
     private let drainNs: UInt64
     private var answers: [FrontDoorAnswer] = []
     private var arrivals: [PushArrival] = []
+    /// Where each push goes for `--log` (nil without a log), with what its line needs of the request.
+    private let arrivalLog: SPSCRing<ArrivalLogRecord>?
+    private var intended: (Int64) -> UInt64 = { _ in 0 }
+    /// The run's tokens by fingerprint (with a log only): a push's line names its token by its index.
+    private let tokenIndex: [UInt64: Int32]
+    private var firstMeasured: Int64 = 0
 
     /// A pipeline run of `config` (its ``LoadConfiguration/pipeline`` is `tap`) whose gateway's pushes
     /// `arrivals` hands over (the gateway's correlator drains into its argument) and `refused` counts
@@ -34,6 +40,17 @@ public final class PipelineRun {
         arrivalsSource = arrivals
         refusedArrivals = refused
         self.drainNs = drainNs
+        arrivalLog = config.requestLog?.arrivals
+        var byHash: [UInt64: Int32] = [:]
+        if arrivalLog != nil {
+            byHash.reserveCapacity(config.tokens.count)
+            for i in 0..<config.tokens.count {
+                // A token listed twice is named by its first line, as `--tokens` numbers it.
+                let h = config.tokens.withToken(i) { PushTokenHash.of($0) }
+                if byHash[h] == nil { byHash[h] = Int32(i) }
+            }
+        }
+        tokenIndex = byHash
         self.answers.reserveCapacity(1 << 12)
         self.arrivals.reserveCapacity(1 << 12)
     }
@@ -59,7 +76,9 @@ public final class PipelineRun {
             if j == arrivals.count || (i < answers.count && answers[i].answeredAt <= arrivals[j].arrivedAt) {
                 ledger.take(answers[i]); i += 1
             } else {
-                ledger.take(arrivals[j]); j += 1
+                let verdict = ledger.take(arrivals[j])
+                if let arrivalLog { log(arrivals[j], verdict, arrivalLog) }
+                j += 1
             }
         }
         answers.removeAll(keepingCapacity: true)
@@ -67,10 +86,20 @@ public final class PipelineRun {
         seconds += ledger.takeSeconds()
     }
 
+    /// Queues `push`'s line for the log writer; a full ring drops it (counted as the log's `dropped`).
+    private func log(_ push: PushArrival, _ verdict: PipelineLedger.Verdict, _ ring: SPSCRing<ArrivalLogRecord>) {
+        let matched = push.index >= 0
+        ring.push(ArrivalLogRecord(index: push.index, intended: matched ? intended(push.index) : 0, arrived: push.arrivedAt,
+                                   tokenIndex: push.token == 0 ? -1 : tokenIndex[push.token] ?? -1, status: push.status, route: push.route, verdict: verdict.rawValue,
+                                   phase: UInt8(push.index >= firstMeasured ? Phase.measured.rawValue : Phase.warmup.rawValue)))
+    }
+
     private func makeLedger(t0: UInt64) -> PipelineLedger {
         let plan = DriverPlan(rate: config.rate, threads: 1, warmupNs: config.warmupNs, durationNs: config.durationNs,
                               requests: config.requests, capacity: 1, schedule: config.schedule)
         let pacer = plan.pacer(start: t0)
+        intended = { g in pacer?.intendedTime(global: g) ?? t0 }
+        firstMeasured = plan.warmupRequests
         let made = PipelineLedger(fanOut: config.template.fanOut, capacity: Self.capacity(config, drainNs: drainNs),
                                   measuredFrom: t0 + config.warmupNs, firstMeasured: plan.warmupRequests,
                                   indexLimit: plan.totalRequests) { g in

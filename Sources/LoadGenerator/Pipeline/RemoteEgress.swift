@@ -88,7 +88,8 @@ public final class RemoteEgress: @unchecked Sendable {
                 return
             }
             let got = answer.lines.map {
-                PushArrival(index: $0.index, arrivedAt: WallClock.monotonic(atUnixNanoseconds: $0.unixNs), route: $0.route, status: $0.status)
+                PushArrival(index: $0.index, arrivedAt: WallClock.monotonic(atUnixNanoseconds: $0.unixNs), route: $0.route, status: $0.status,
+                        token: $0.token)
             }
             lock.withLock { _ in waiting += got }
         } catch {

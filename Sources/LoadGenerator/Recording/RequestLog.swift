@@ -31,11 +31,13 @@ public struct RequestLogRecord: Sendable, Equatable {
     public var attempt: UInt8
     /// ``Phase`` raw value.
     public var phase: UInt8
+    /// The FCM message id the answer named (empty for APNs, whose apns-id the writer makes from `sequence`).
+    public var pushID: LoggedPushID
 
     /// A record; see the properties.
     public init(sequence: Int64, intended: UInt64, sent: UInt64, answered: UInt64, tokenIndex: Int32 = 0, connection: Int32 = 0,
                 stream: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0, status: UInt16, reason: UInt16 = 0,
-                thread: UInt8 = 0, attempt: UInt8 = 0, phase: UInt8 = 1) {
+                thread: UInt8 = 0, attempt: UInt8 = 0, phase: UInt8 = 1, pushID: LoggedPushID = LoggedPushID()) {
         self.sequence = sequence
         self.intended = intended
         self.sent = sent
@@ -50,6 +52,7 @@ public struct RequestLogRecord: Sendable, Equatable {
         self.thread = thread
         self.attempt = attempt
         self.phase = phase
+        self.pushID = pushID
     }
 }
 
@@ -58,14 +61,18 @@ public struct RequestLogRecord: Sendable, Equatable {
 public struct ResponseDetail: Sendable {
     /// See ``RequestLogRecord``.
     public var connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0
+    /// See ``RequestLogRecord/pushID``.
+    public var pushID = LoggedPushID()
 
     /// A detail; see the properties.
-    public init(connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0) {
+    public init(connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0,
+                pushID: LoggedPushID = LoggedPushID()) {
         self.connection = connection
         self.stream = stream
         self.tokenIndex = tokenIndex
         self.requestBytes = requestBytes
         self.responseBytes = responseBytes
+        self.pushID = pushID
     }
 }
 
@@ -97,7 +104,8 @@ public struct RequestLogFilter: Sendable, Equatable {
 }
 
 /// The `--log FILE` writer: one ``SPSCRing`` per driver thread, which the thread fills with a
-/// ``RequestLogRecord`` per logged request, and a writer thread that drains them to the file as CSV
+/// ``RequestLogRecord`` per logged request, for a pipeline run one more that its main thread fills with
+/// an ``ArrivalLogRecord`` per push, and a writer thread that drains them to the file as CSV
 /// (docs/results.md has the columns). A full ring drops the record and counts it; a write that fails
 /// (the disk full, a file size limit) stops the log, says why, and the run goes on.
 public final class RequestLog: @unchecked Sendable {
@@ -109,6 +117,9 @@ public final class RequestLog: @unchecked Sendable {
     public let rings: [SPSCRing<RequestLogRecord>]
     /// Which requests are logged.
     public let filter: RequestLogFilter
+    /// A pipeline run's pushes (nil outside a pipeline run).
+    public let arrivals: SPSCRing<ArrivalLogRecord>?
+    private let pipelinePrefix: [UInt8]
     private let seed: UInt64
     private let apnsIDs: Bool
     private var fd: Int32
@@ -116,21 +127,30 @@ public final class RequestLog: @unchecked Sendable {
     private let t0 = Atomic<UInt64>(0)
     private let stopping = Atomic<Bool>(false)
     private let done = Atomic<Bool>(false)
-    private let state = Mutex<(written: Int, failure: String?)>((0, nil))
+    private let state = Mutex<(written: Int, arrivals: Int, failure: String?)>((0, 0, nil))
     private var thread: Thread?
     // The writer's own view of the state (its thread only); `state` publishes it.
     private var stopped = false
 
     private static let warmup = Array("warmup".utf8), measured = Array("measured".utf8)
+    private static let request = Array("request,".utf8), arrival = Array("arrival,".utf8)
+    private static let routes = [Array("apns".utf8), Array("fcm".utf8)]
+    private static let verdicts = PipelineLedger.Verdict.allCases.map { Array($0.name.utf8) }
 
     /// The CSV header line.
-    public static let header = "seq,phase,thread,connection,stream,token,intended_us,sent_us,answered_us,latency_us,service_us,late_us,status,reason,attempt,request_bytes,response_bytes,apns_id\n"
+    public static let header = "kind,seq,phase,thread,connection,stream,token,intended_us,sent_us,answered_us,latency_us,service_us,late_us,status,reason,attempt,request_bytes,response_bytes,push_id,pipeline_id,route,arrival\n"
 
     /// Opens (creates or truncates) `path` and writes the header; throws a one-line reason when it
-    /// cannot. `seed` and `apnsIDs` give each APNs request's apns-id (made from its sequence number).
-    public init(path: String, threads: Int, filter: RequestLogFilter, seed: UInt64, apnsIDs: Bool, capacity: Int = 1 << 16) throws(LoadRunError) {
+    /// cannot. `seed` and `apnsIDs` give each APNs request's apns-id (made from its sequence number) for
+    /// `push_id`; without `apnsIDs` the column holds the record's ``RequestLogRecord/pushID``. With
+    /// `pipelinePrefix` (a pipeline run's id prefix) the log takes ``arrivals`` too, and each line has
+    /// its request's pipeline id.
+    public init(path: String, threads: Int, filter: RequestLogFilter, seed: UInt64, apnsIDs: Bool, pipelinePrefix: [UInt8]? = nil,
+                capacity: Int = 1 << 16) throws(LoadRunError) {
         self.path = path
         self.filter = filter
+        self.pipelinePrefix = pipelinePrefix ?? []
+        arrivals = pipelinePrefix == nil ? nil : SPSCRing(capacity: capacity)
         self.seed = seed
         self.apnsIDs = apnsIDs
         rings = (0..<max(1, threads)).map { _ in SPSCRing(capacity: capacity) }
@@ -151,8 +171,10 @@ public final class RequestLog: @unchecked Sendable {
     public var written: Int { state.withLock { $0.written } }
     /// Why the log stopped early, or nil.
     public var failure: String? { state.withLock { $0.failure } }
+    /// Of ``written``, the pushes.
+    public var arrivalsWritten: Int { state.withLock { $0.arrivals } }
     /// Records dropped because a ring was full (the writer fell behind).
-    public var dropped: Int { rings.reduce(0) { $0 + $1.refused } }
+    public var dropped: Int { rings.reduce(0) { $0 + $1.refused } + (arrivals?.refused ?? 0) }
 
     /// Starts the writer thread; times in the file are counted from `t0` (monotonic ns, the run's start).
     public func start(t0: UInt64) {
@@ -192,7 +214,14 @@ public final class RequestLog: @unchecked Sendable {
     private func drainAll() -> Int {
         var n = 0
         for ring in rings { n += ring.drain { append($0) } }
-        if n > 0 && !stopped { state.withLock { $0.written += n } }
+        let pushes = arrivals?.drain { append($0) } ?? 0
+        n += pushes
+        if n > 0 && !stopped {
+            state.withLock {
+                $0.written += n
+                $0.arrivals += pushes
+            }
+        }
         if buffer.count >= 1 << 16 { flush() }
         return n
     }
@@ -236,10 +265,13 @@ public final class RequestLog: @unchecked Sendable {
 
     private func comma() { buffer.append(UInt8(ascii: ",")) }
 
+    private func commas(_ n: Int) { for _ in 0..<n { buffer.append(UInt8(ascii: ",")) } }
+
     private func append(_ r: RequestLogRecord) {
         if stopped { return }
         let base = t0.load(ordering: .acquiring)
         func us(_ t: UInt64) -> Int64 { Int64(bitPattern: t &- base) / 1000 }
+        buffer += Self.request
         appendInt(r.sequence); comma()
         buffer += r.phase == 0 ? Self.warmup : Self.measured; comma()
         appendInt(Int64(r.thread)); comma()
@@ -267,7 +299,50 @@ public final class RequestLog: @unchecked Sendable {
             let at = buffer.count
             buffer += repeatElement(0, count: 36)
             buffer.withUnsafeMutableBytes { uuid.write(to: $0.baseAddress! + at) }
+        } else if !r.pushID.isEmpty {
+            r.pushID.withBytes { buffer += $0 }
         }
+        comma()
+        appendPipelineID(r.sequence)
+        commas(2)
+        buffer.append(UInt8(ascii: "\n"))
+    }
+
+    private func appendPipelineID(_ index: Int64) {
+        guard !pipelinePrefix.isEmpty, index >= 0 else { return }
+        let at = buffer.count
+        buffer += repeatElement(0, count: PipelineID.maxLength)
+        let n = pipelinePrefix.withUnsafeBytes { p in
+            buffer.withUnsafeMutableBytes { PipelineID.write(prefix: p, index: UInt64(index), to: $0.baseAddress! + at) }
+        }
+        buffer.removeLast(PipelineID.maxLength - n)
+    }
+
+    /// A push: `seq` is the request it belongs to (empty when it names none), `answered_us` its arrival,
+    /// `latency_us` end to end (arrival − the request's intended time), `status` the egress's answer.
+    private func append(_ a: ArrivalLogRecord) {
+        if stopped { return }
+        let base = t0.load(ordering: .acquiring)
+        func us(_ t: UInt64) -> Int64 { Int64(bitPattern: t &- base) / 1000 }
+        let matched = a.index >= 0
+        buffer += Self.arrival
+        if matched { appendInt(a.index) }
+        comma()
+        if matched { buffer += a.phase == 0 ? Self.warmup : Self.measured }
+        commas(4)   // and thread, connection, stream
+        if a.tokenIndex >= 0 { appendInt(Int64(a.tokenIndex)) }
+        comma()
+        if matched { appendInt(us(a.intended)) }
+        commas(2)   // and sent_us
+        appendInt(us(a.arrived)); comma()
+        if matched { appendInt(Int64((a.arrived > a.intended ? a.arrived - a.intended : 0) / 1000)) }
+        commas(3)   // and service_us, late_us
+        appendInt(Int64(a.status))
+        commas(6)   // and reason, attempt, request_bytes, response_bytes, push_id
+        if matched { appendPipelineID(a.index) }
+        comma()
+        buffer += Self.routes[Int(a.route & 1)]; comma()
+        if Int(a.verdict) < Self.verdicts.count { buffer += Self.verdicts[Int(a.verdict)] }
         buffer.append(UInt8(ascii: "\n"))
     }
 }

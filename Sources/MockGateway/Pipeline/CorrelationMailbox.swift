@@ -75,7 +75,8 @@ public final class CorrelationMailbox: @unchecked Sendable, Equatable {
             return waiting
         }
         return PipelineArrivalsText.render(prefix: prefix, taken.map {
-            PipelineArrivalsText.Line(index: $0.index, unixNs: Int64($0.arrivedAt) + unixOffset, route: $0.route, status: $0.status)
+            PipelineArrivalsText.Line(index: $0.index, unixNs: Int64($0.arrivedAt) + unixOffset, route: $0.route, status: $0.status,
+                                      token: $0.token)
         })
     }
 

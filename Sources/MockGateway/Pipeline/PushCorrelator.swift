@@ -42,10 +42,12 @@ public final class PushCorrelator: Sendable, Equatable {
         rings.reduce(0) { $0 + $1.drain(body) }
     }
 
-    /// Records a push on loop `loop`: finds its id in `body`, else in `headers`' values (as `source` says).
+    /// Records a push on loop `loop`: finds its id in `body`, else in `headers`' values (as `source` says),
+    /// and fingerprints its token (from `path` for APNs, `body` for FCM).
     @inline(__always)
-    func record(loop: Int, route: GatewayRoute, status: Int, arrivedAt: UInt64, body: UnsafeRawBufferPointer,
-                headerCount: Int, header: (Int) -> (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)) {
+    func record(loop: Int, route: GatewayRoute, status: Int, arrivedAt: UInt64, path: UnsafeRawBufferPointer? = nil,
+                body: UnsafeRawBufferPointer, headerCount: Int,
+                header: (Int) -> (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)) {
         var found = CorrelationScanner.Found.none
         switch source {
         case .anywhere, .body:
@@ -75,8 +77,9 @@ public final class PushCorrelator: Sendable, Equatable {
         case .foreign: index = PushArrival.foreignID
         case .none: index = PushArrival.noID
         }
+        let token = route == .fcm ? PushTokenHash.ofFCMBody(body) : path.map { PushTokenHash.ofAPNsPath($0) } ?? 0
         rings[loop % rings.count].push(PushArrival(index: index, arrivedAt: arrivedAt, route: route == .fcm ? 1 : 0,
-                                                   status: UInt16(clamping: status)))
+                                                   status: UInt16(clamping: status), token: token))
     }
 
     /// The id in the string at `tokens` (a JSON pointer) in `body`; `.none` when the body is not JSON or

@@ -332,7 +332,8 @@ final class GatewayLoop: HTTP2ServerDelegate {
             let route = machine.route(method: parsed.method, path: parsed.path)
             if route == .fcm || route == .apns {
                 let status = Self.answeredStatus(decision, response)
-                correlator.record(loop: loopIndex, route: route, status: status, arrivedAt: request.receivedAt, body: parsed.body,
+                correlator.record(loop: loopIndex, route: route, status: status, arrivedAt: request.receivedAt, path: parsed.path,
+                                  body: parsed.body,
                                   headerCount: headers.count) { (headers[$0].name, headers[$0].value) }
             }
         }
@@ -355,7 +356,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
         let route = machine.route(method: parsed.method, path: parsed.path)
         guard route == .fcm || route == .apns else { return }
         correlator.record(loop: loopIndex, route: route, status: Self.answeredStatus(decision, response), arrivedAt: receivedAt,
-                          body: parsed.body, headerCount: headers.count) { (headers[$0].name, headers[$0].value) }
+                          path: parsed.path, body: parsed.body, headerCount: headers.count) { (headers[$0].name, headers[$0].value) }
     }
 
     /// APNs is HTTP/2 only, and answers an HTTP/1.1 request as an HTTP/2 server answers a client that

@@ -87,7 +87,7 @@ enum SlowestRequests {
     struct Row: Equatable {
         var sequence: Int64
         var latencyUs: Int64, lateUs: Int64, serviceUs: Int64, sentUs: Int64
-        var thread: String, connection: String, stream: String, status: String, reason: String, apnsID: String
+        var thread: String, connection: String, stream: String, status: String, reason: String, pushID: String
     }
 
     /// The `n` rows of `csv` (a `--log` file) with the highest corrected latency, slowest first.
@@ -101,17 +101,22 @@ enum SlowestRequests {
         }
         let seq = try column("seq"), latency = try column("latency_us"), late = try column("late_us"), service = try column("service_us")
         let sent = try column("sent_us"), thread = try column("thread"), connection = try column("connection")
-        let stream = try column("stream"), status = try column("status"), reason = try column("reason"), apnsID = try column("apns_id")
+        let stream = try column("stream"), status = try column("status"), reason = try column("reason")
+        // `push_id` was called `apns_id` before it held FCM message ids too; a log of either form reads.
+        let pushID = try names.contains("apns_id") ? column("apns_id") : column("push_id")
+        // A pipeline run's log has its pushes too (kind "arrival"); only requests are ranked.
+        let kind = names.firstIndex(of: "kind")
         var top: [Row] = []   // slowest first, at most n
         for (k, line) in lines.enumerated() {
             let f = line.split(separator: ",", omittingEmptySubsequences: false)
             guard f.count == names.count, let l = Int64(f[latency]) else {
                 throw Failure(description: "line \(k + 2): not \(names.count) comma-separated fields")
             }
+            if let kind, f[kind] != "request" { continue }
             if top.count == n, let last = top.last, l <= last.latencyUs { continue }
             let row = Row(sequence: Int64(f[seq]) ?? -1, latencyUs: l, lateUs: Int64(f[late]) ?? 0, serviceUs: Int64(f[service]) ?? 0,
                           sentUs: Int64(f[sent]) ?? 0, thread: String(f[thread]), connection: String(f[connection]),
-                          stream: String(f[stream]), status: String(f[status]), reason: String(f[reason]), apnsID: String(f[apnsID]))
+                          stream: String(f[stream]), status: String(f[status]), reason: String(f[reason]), pushID: String(f[pushID]))
             let at = top.firstIndex { $0.latencyUs < l } ?? top.count
             top.insert(row, at: at)
             if top.count > n { top.removeLast() }
@@ -134,10 +139,10 @@ enum SlowestRequests {
         }
         let rows = try slowest(Substring(text), count: n)
         let ms = { (us: Int64) in String(format: "%.3f", Double(us) / 1000) }
-        var cells = [["seq", "latency ms", "late ms", "service ms", "sent at s", "thread", "conn", "stream", "status", "reason", "apns-id"]]
+        var cells = [["seq", "latency ms", "late ms", "service ms", "sent at s", "thread", "conn", "stream", "status", "reason", "push id"]]
         for r in rows {
             cells.append([String(r.sequence), ms(r.latencyUs), ms(r.lateUs), ms(r.serviceUs), String(format: "%.3f", Double(r.sentUs) / 1e6),
-                          r.thread, r.connection, r.stream, r.status, r.reason.isEmpty ? "-" : r.reason, r.apnsID.isEmpty ? "-" : r.apnsID])
+                          r.thread, r.connection, r.stream, r.status, r.reason.isEmpty ? "-" : r.reason, r.pushID.isEmpty ? "-" : r.pushID])
         }
         let widths = (0..<cells[0].count).map { i in cells.map { $0[i].count }.max() ?? 0 }
         var out = ["the \(rows.count) slowest of the requests in \(path) (times from the run's start, t0)"]

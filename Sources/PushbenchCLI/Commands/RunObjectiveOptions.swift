@@ -23,7 +23,7 @@ extension RunCommand {
                 return d
             },
             .value("--log", "FILE", \.logFile,
-                   help: "write a CSV line per request to FILE (intended, sent and answer times, connection, stream, status, reason, apns-id, token, bytes), off the driver threads; 'pushbench report RUN --slowest N' reads it") {
+                   help: "write a CSV line per request to FILE (intended, sent and answer times, connection, stream, status, reason, apns-id or FCM message id, token, bytes; in a pipeline run a line per push too), off the driver threads; 'pushbench report RUN --slowest N' reads it") {
                 text, name throws(UsageError) in try Self.fileName(text, name)
             },
             .value("--log-sample", "FRACTION", \.logSample, default: "1",

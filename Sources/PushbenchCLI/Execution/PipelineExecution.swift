@@ -149,7 +149,7 @@ struct PipelineExecution {
         let tap = PipelineTap(prefix: prefix, threads: config.threads)
         config.pipeline = tap
         let drainNs = UInt64(options.pipeline.drainSeconds * 1e9)
-        let requestLog = try run.openRequestLog(threads: config.threads)
+        let requestLog = try run.openRequestLog(threads: config.threads, pipelinePrefix: prefix)
         config.requestLog = requestLog
         let pipeline = PipelineRun(config: config, tap: tap, drainNs: drainNs, arrivals: egress.drain, refused: egress.refused)
 

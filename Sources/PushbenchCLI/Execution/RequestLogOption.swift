@@ -4,8 +4,9 @@ import PushMetrics
 import PushVocabulary
 
 extension RunExecution {
-    /// The `--log` file, opened before any traffic (exit 2 when it cannot be), or nil without `--log`.
-    func openRequestLog(threads: Int) throws(Failure) -> RequestLog? {
+    /// The `--log` file, opened before any traffic (exit 2 when it cannot be), or nil without `--log`; a
+    /// pipeline run gives its id prefix, and its pushes go to the log too.
+    func openRequestLog(threads: Int, pipelinePrefix: [UInt8]? = nil) throws(Failure) -> RequestLog? {
         guard let path = options.logFile else { return nil }
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         do throws(LoadRunError) {
@@ -13,7 +14,7 @@ extension RunExecution {
                                   filter: RequestLogFilter(fraction: options.logSample,
                                                            slowerThanNs: UInt64((options.logSlowerThanSeconds * 1e9).rounded())),
                                   seed: options.seed, apnsIDs: options.pushProtocol == .apns && !options.noApnsID
-                                      && options.pipeline.requestFile == nil)
+                                      && options.pipeline.requestFile == nil, pipelinePrefix: pipelinePrefix)
         } catch {
             throw Failure(status: 2, message: error.description)
         }
@@ -35,6 +36,7 @@ extension RunExecution {
             ("path", .string(log.path)),
             ("format", .string("csv")),
             ("written", .int(Int64(log.written))),
+            ("arrivals", .int(Int64(log.arrivalsWritten))),
             ("dropped", .int(Int64(log.dropped))),
             ("sample", .double(options.logSample)),
             ("slower_than_us", .int(Int64(options.logSlowerThanSeconds * 1e6))),

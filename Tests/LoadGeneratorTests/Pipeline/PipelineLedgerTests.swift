@@ -35,6 +35,27 @@ import Testing
         #expect(abs(l.endToEnd.valueAtPercentile(50) - 2000) <= 2)
     }
 
+    /// What each push turned out to be, as the log's `arrival` column says it.
+    @Test func eachPushGetsItsVerdict() {
+        let l = ledger(fanOut: 1)
+        func take(_ g: Int64, _ status: UInt16 = 200) -> PipelineLedger.Verdict {
+            l.take(PushArrival(index: g, arrivedAt: 1_000_000_000 + UInt64(max(g, 0)) * 1000 + 2_000_000, route: 0, status: status))
+        }
+        accept(l, 20)
+        accept(l, 21)
+        accept(l, 22, status: 500)
+        #expect(take(20) == .delivered)
+        #expect(take(20) == .duplicate)
+        #expect(take(21, 503) == .refusedByGateway)
+        #expect(take(21, 400) == .rejected)
+        #expect(take(22) == .refusedRequest)
+        #expect(take(PushArrival.noID) == .noID && take(PushArrival.foreignID) == .otherRun)
+        let limited = PipelineLedger(fanOut: 1, capacity: 1024, measuredFrom: 0, firstMeasured: 0, indexLimit: 100) { _ in 0 }
+        #expect(limited.take(PushArrival(index: 500, arrivedAt: 1, route: 1, status: 200)) == .unknownRequest)
+        #expect(PipelineLedger.Verdict.allCases.map(\.name) == ["delivered", "rejected", "duplicate", "refused_by_gateway",
+                                                                 "refused_request", "unknown_request", "no_id", "other_run"])
+    }
+
     @Test func aPushBeforeItsAnswerCountsTheSame() {
         let l = ledger()
         push(l, 20)

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import PushPayload
 import Testing
 @testable import LoadGenerator
 
@@ -51,11 +52,49 @@ import Testing
         #expect(rows.first == RequestLog.header.dropLast().split(separator: ",").map(String.init))
         let body = rows.dropFirst()
         #expect(body.count == 40_000 && log.written == 40_000)
-        #expect(Set(body.map { $0[0] }).count == 40_000)
-        let first = try #require(body.first { $0[0] == "6" })
+        #expect(Set(body.map { $0[1] }).count == 40_000)
+        let first = try #require(body.first { $0[1] == "6" })
         // seq 6: intended 120 µs after t0, sent 5 µs late, answered after 1 ms.
-        #expect(first[1...13] == ["measured", "0", "1", "13", "6", "120", "125", "1120", "1000", "995", "5", "200", ""])
-        #expect(first[17].count == 36, "an apns-id")
+        #expect(first[0] == "request")
+        #expect(first[2...14] == ["measured", "0", "1", "13", "6", "120", "125", "1120", "1000", "995", "5", "200", ""])
+        #expect(first[18].count == 36, "an apns-id")
+        #expect(first[19...21] == ["", "", ""], "no pipeline id, route or arrival outside a pipeline run")
+    }
+
+    /// A pipeline run's log: request lines and push lines in one file, of one width, joined by the
+    /// pipeline id.
+    @Test func aPipelineLogHasTheRequestsAndThePushes() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushbench-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("log.csv")
+        let log = try RequestLog(path: file.path, threads: 1, filter: RequestLogFilter(), seed: 1, apnsIDs: false,
+                                 pipelinePrefix: Array("pb-7f3a-".utf8))
+        let arrivals = try #require(log.arrivals)
+        #expect(log.rings[0].push(Self.record(6)))
+        // Request 6 was intended at 120 µs; its push arrived 3 ms later, then once more.
+        #expect(arrivals.push(ArrivalLogRecord(index: 6, intended: 1_120_000, arrived: 4_120_000, tokenIndex: 4, status: 200, route: 1,
+                                               verdict: PipelineLedger.Verdict.delivered.rawValue)))
+        #expect(arrivals.push(ArrivalLogRecord(index: 6, intended: 1_120_000, arrived: 5_000_000, status: 200, route: 1,
+                                               verdict: PipelineLedger.Verdict.duplicate.rawValue)))
+        #expect(arrivals.push(ArrivalLogRecord(index: PushArrival.noID, intended: 0, arrived: 6_000_000, status: 410, route: 0,
+                                               verdict: PipelineLedger.Verdict.noID.rawValue)))
+        log.start(t0: 1_000_000)
+        log.finish()
+        #expect(log.written == 4 && log.arrivalsWritten == 3)
+        let rows = try Self.rows(file)
+        #expect(rows.allSatisfy { $0.count == rows[0].count }, "\(rows)")
+        let header = rows[0]
+        func row(_ r: [String]) -> [String: String] { Dictionary(uniqueKeysWithValues: zip(header, r)) }
+        let request = row(rows[1]), push = row(rows[2]), again = row(rows[3]), stray = row(rows[4])
+        #expect(request["kind"] == "request" && request["pipeline_id"] == "pb-7f3a-000000006" && request["arrival"] == "")
+        #expect(push == ["kind": "arrival", "seq": "6", "phase": "measured", "thread": "", "connection": "", "stream": "", "token": "4",
+                         "intended_us": "120", "sent_us": "", "answered_us": "3120", "latency_us": "3000", "service_us": "", "late_us": "",
+                         "status": "200", "reason": "", "attempt": "", "request_bytes": "", "response_bytes": "", "push_id": "",
+                         "pipeline_id": "pb-7f3a-000000006", "route": "fcm", "arrival": "delivered"])
+        #expect(again["arrival"] == "duplicate" && again["token"] == "")
+        #expect(stray["seq"] == "" && stray["pipeline_id"] == "" && stray["route"] == "apns" && stray["arrival"] == "no_id"
+                && stray["status"] == "410" && stray["latency_us"] == "")
     }
 
     @Test func aFullRingDropsAndCounts() throws {

@@ -62,7 +62,11 @@ import PushPayload
             body.withUnsafeBytes { b in
                 headers[0].name.withUnsafeBytes { n0 in headers[0].value.withUnsafeBytes { v0 in
                     headers[1].name.withUnsafeBytes { n1 in headers[1].value.withUnsafeBytes { v1 in
-                        c.record(loop: 1, route: .apns, status: 200, arrivedAt: 7, body: b, headerCount: 2) { $0 == 0 ? (n0, v0) : (n1, v1) }
+                        headers[0].value.withUnsafeBytes { path in
+                            c.record(loop: 1, route: .apns, status: 200, arrivedAt: 7, path: path, body: b, headerCount: 2) {
+                                $0 == 0 ? (n0, v0) : (n1, v1)
+                            }
+                        }
                     } }
                 } }
             }
@@ -72,7 +76,8 @@ import PushPayload
         }
         #expect(arrival(.anywhere, body: body)?.index == 5)
         #expect(arrival(.anywhere, body: [])?.index == 6)
-        #expect(arrival(.body, body: []) == PushArrival(index: PushArrival.noID, arrivedAt: 7, route: 0, status: 200))
+        #expect(arrival(.body, body: []) == PushArrival(index: PushArrival.noID, arrivedAt: 7, route: 0, status: 200,
+                                                        token: PushTokenHash.of("AB")))
         #expect(arrival(.header("apns-collapse-id"), body: body)?.index == 6)
         #expect(arrival(.header("apns-id"), body: body)?.index == PushArrival.noID)
     }
