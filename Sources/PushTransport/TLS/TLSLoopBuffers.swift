@@ -8,6 +8,9 @@ final class TLSLoopBuffers {
     var sslWrites = 0
     /// `SSL_read` calls of the loop's connections (a test checks a record costs one).
     var sslReads = 0
+    /// Ciphertext reads OpenSSL made through the connections' BIOs (a test checks read-ahead takes a
+    /// delivered record in one, not one for its header and one for its body).
+    var bioReads = 0
     deinit {
         plaintext.deallocate()
         gather.deallocate()

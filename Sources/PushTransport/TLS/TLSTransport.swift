@@ -131,6 +131,7 @@ final class TLSTransport: SecureTransport, ByteTransportOwner {
         }
         BIO_meth_set_read(m) { bio, buf, len in
             let t = Unmanaged<TLSTransport>.fromOpaque(BIO_get_data(bio)!).takeUnretainedValue()
+            t.buffers.bioReads &+= 1
             pb_bio_clear_retry(bio)
             let n = min(Int(len), t.inputCount)
             if n == 0 {

@@ -183,6 +183,19 @@ final class RecordingServer: HTTP2ServerDelegate {
         #expect(r == w, "\(r) SSL_read calls for \(w) records")
     }
 
+    @Test func aDeliveredRecordIsTakenByOneBIORead() throws {
+        let s = try Self.connect(server: try TestPKI.serverContext(), client: try TestPKI.clientContext())
+        try Self.roundTrips(s, count: 1)
+        let buffers = s.loop.tlsBuffers
+        let (bioReads, reads) = (buffers.bioReads, buffers.sslReads)
+        // Read-ahead: OpenSSL takes the whole delivery at once; without it, it reads each record's
+        // header and then its body, two reads a record.
+        for _ in 0..<10 { try Self.roundTrips(s, count: 1) }
+        let (b, r) = (buffers.bioReads - bioReads, buffers.sslReads - reads)
+        #expect(r == 20, "\(r) SSL_read calls for 10 round trips")
+        #expect(b == r, "\(b) BIO reads for \(r) records")
+    }
+
     @Test func largeBodiesThroughSlowReaders() throws {
         let s = try Self.connect(server: try TestPKI.serverContext(), client: try TestPKI.clientContext()) { c, srv in
             c.bufferLimit = 5000
