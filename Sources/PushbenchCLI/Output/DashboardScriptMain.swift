@@ -55,6 +55,15 @@ extension DashboardScript {
     function showFinal() {
       const f = model.final;
       if (!f) return;
+      document.getElementById("final").style.display = "block";
+      document.body.dataset.done = "1";
+      if (f.kind === "capacity") {
+        const a = f.answer || {};
+        document.getElementById("final-body").innerHTML = `<p id="final-line">${esc(a.line || "")}</p>`
+          + `<table><tr><th>answer</th>${cell("final-capacity", a.rps === null || a.rps === undefined ? "none" : fmt(a.rps) + " rps")}</tr>`
+          + `<tr><th>limited by</th>${cell("final-limit", a.limited_by || "")}</tr></table>`;
+        return;
+      }
       const lat = f.latency_us || {}, req = f.requests || {}, thr = f.throughput || {};
       let t = `<table><tr><th>p50</th>${cell("final-p50", us(lat.p50))}<th>sent</th>${cell("final-sent", fmt(req.sent))}</tr>`;
       t += `<tr><th>p90</th>${cell("final-p90", us(lat.p90))}<th>ok</th>${cell("final-ok", fmt(req.succeeded))}</tr>`;
@@ -90,7 +99,7 @@ extension DashboardScript {
       list.forEach((s, i) => {
         if (s.stage && (i === 0 || list[i - 1].stage !== s.stage)) marks.push({ at: s.second, text: s.stage, row: marks.length % 3 });
       });
-      model.marks.forEach(m => marks.push({ at: m.elapsed_s - model.warmup, text: m.text, row: marks.length % 3 }));
+      model.marks.forEach(m => marks.push({ at: m.second, text: m.text, row: marks.length % 3 }));
       const common = { x: x, xUnit: "measured second", bands: bands, marks: marks };
       const pts = key => list.map(s => [s.second, s[key] === undefined ? null : s[key]]);
       const max = (keys) => Math.max(1, ...list.flatMap(s => keys.map(k => s[k] || 0)));
