@@ -129,3 +129,72 @@ import Testing
         print("dashboard screenshot: \(kept.path)")
     }
 }
+
+extension DashboardBrowserTests {
+    /// `pushbench gateway --dashboard` under traffic from a run: the seconds arrive, the behaviours in force
+    /// are shown, and once the gateway is stopped the page shows its final stats, exactly.
+    @Test func aGatewayIsWatchedInChromiumUnderTraffic() throws {
+        let bin = try #require(PushbenchBinary.url)
+        let folder = PushbenchBinary.tempDir("pushbench-dashboard")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = folder.appendingPathComponent("dashboard_browser.py")
+        try dashboardBrowserSource.write(to: script, atomically: true, encoding: .utf8)
+        let browser = try Child(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script.path, folder.path, "run", "90"],
+                                in: folder, name: "browser")
+        defer { browser.kill() }
+        let ready = folder.appendingPathComponent("ready")
+        for _ in 0..<1200 where !FileManager.default.fileExists(atPath: ready.path) && browser.process.isRunning { usleep(100_000) }
+        try #require(FileManager.default.fileExists(atPath: ready.path), "the browser did not start: \(browser.stderr)")
+
+        let gateway = try Child(bin, ["gateway", "--listen", "127.0.0.1:0", "--fail", "BadDeviceToken=0.1", "--latency", "1ms",
+                                      "--dashboard", "127.0.0.1:0", "--dashboard-linger", "2m"], in: folder, name: "gateway")
+        defer { gateway.kill() }
+        let port = try Self.dashboardPort(gateway)
+        var gatewayPort: Int?
+        for _ in 0..<100 where gatewayPort == nil {
+            let text = gateway.stdout
+            if let r = text.range(of: "listening on 127.0.0.1:") {
+                gatewayPort = Int(text[r.upperBound...].prefix { $0.isNumber })
+            }
+            if gatewayPort == nil { usleep(100_000) }
+        }
+        let target = try #require(gatewayPort, "\(gateway.stdout)")
+        try "http://127.0.0.1:\(port)/\n".write(to: folder.appendingPathComponent("url"), atomically: true, encoding: .utf8)
+
+        let traffic = try PushbenchBinary.run(["run", "--target", "http://127.0.0.1:\(target)", "--rps", "200", "--duration", "5s",
+                                               "--warmup", "1s", "--threads", "1", "--connections", "2", "--quiet",
+                                               "--out", folder.appendingPathComponent("results").path])
+        #expect(traffic.status == 0, "\(traffic.err)")
+        // Stopped as a user stops it; its final stats go to the page, which stays up (linger).
+        kill(gateway.process.processIdentifier, SIGINT)
+        #expect(browser.wait(120), "the browser script did not end: \(browser.stderr)")
+        #expect(browser.process.terminationStatus == 0, "\(browser.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(browser.stdout.utf8)) as? [String: Any],
+                                  "browser said: \(browser.stdout) \(browser.stderr)")
+        let seen = (report["seen"] as? [String] ?? []).compactMap(Int.init)
+        #expect(zip(seen, seen.dropFirst()).filter { $0.1 == $0.0 + 1 }.count >= 2, "seconds seen: \(seen)")
+        #expect(report["done"] as? Bool == true)
+
+        // The final stats the gateway printed, as the page shows them.
+        let printed = try #require(gateway.stdout.split(separator: "\n").last { $0.hasPrefix("{\"requests\":") })
+        let final = try #require(try JSONSerialization.jsonObject(with: Data(printed.utf8)) as? [String: Any])
+        let texts = report["texts"] as? [String: Any] ?? [:]
+        let requests = final["requests"] as? Int ?? -1
+        #expect(requests >= 1200 && Self.digits(texts["final-requests"] as? String) == requests)
+        let byReason = final["by_reason"] as? [String: Int] ?? [:]
+        #expect((byReason["BadDeviceToken"] ?? 0) > 0)
+        #expect(Self.digits(texts["reason:BadDeviceToken"] as? String) == byReason["BadDeviceToken"])
+        let byStatus = final["by_status"] as? [String: Int] ?? [:]
+        #expect(Self.digits(texts["reason:status:200"] as? String) == byStatus["200"])
+        #expect((texts["gw-behaviours"] as? String ?? "").contains("--fail=BadDeviceToken=0.1 --latency=1ms"))
+        #expect((texts["charts"] as? Int ?? 0) >= 6)
+        let console = report["console"] as? [[String: Any]] ?? [[:]]
+        #expect(console.filter { ($0["level"] as? String) == "SEVERE" }.isEmpty, "console: \(console)")
+
+        try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
+        let kept = Self.artifacts.appendingPathComponent("dashboard-gateway.png")
+        try? FileManager.default.removeItem(at: kept)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: try #require(report["screenshot"] as? String)), to: kept)
+        print("gateway dashboard screenshot: \(kept.path)")
+    }
+}

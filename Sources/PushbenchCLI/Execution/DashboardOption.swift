@@ -19,7 +19,7 @@ extension RunExecution {
                 printError("pushbench \(command): \(warning)")
             }
             let host = address.host.contains(":") ? "[\(address.host)]" : address.host
-            printError("pushbench \(command): dashboard at http://\(host):\(dashboard.port)/ while the run lasts")
+            printError("pushbench \(command): dashboard at http://\(host):\(dashboard.port)/ (open it in a browser)")
             return dashboard
         } catch {
             throw Failure(status: 2, message: "--dashboard: \(error)")

@@ -158,6 +158,13 @@ final class RunDashboard {
         endpoint.publish(.init(name: "live", data: text), keeping: .latest)
     }
 
+    /// A source's own event once a second (the gateway's `gateway`), numbered `second` and kept for
+    /// viewers that connect later.
+    func publish(event name: String, json: String, second: Int) {
+        endpoint.publish(.init(name: name, data: json, id: second), keeping: .history)
+        shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
+    }
+
     /// A mark on the time axis at timeline second `second` (the next one when nil): a capacity step's
     /// verdict.
     func mark(_ text: String, second: Int? = nil) {

@@ -6,7 +6,7 @@ extension DashboardScript {
                 p99: "#ff7f0e", p999: "#d62728", curve: "#6a3d9a", failed: "#d62728", transport: "#8c564b",
                 flight: "#1f77b4", conns: "#2ca02c", limit: "#999", steal: "#d62728", busy: "#1f77b4" };
     const REASONS = ["#e377c2", "#bcbd22", "#17becf", "#9467bd", "#ff9896", "#c49c94", "#7f7f7f", "#aec7e8"];
-    const model = { seconds: [], marks: [], live: null, final: null, warmup: 0, kind: "run", label: "", lost: false };
+    const model = { seconds: [], gateway: [], marks: [], live: null, final: null, warmup: 0, kind: "run", label: "", lost: false };
     const most = 3600;
     function fmt(v) { return v === undefined || v === null ? "–" : grouped(String(v)); }
     function us(v) { return v === undefined || v === null ? "–" : grouped(String(v)) + " µs"; }
@@ -57,7 +57,9 @@ extension DashboardScript {
       if (!f) return;
       document.getElementById("final").style.display = "block";
       document.body.dataset.done = "1";
+      if (model.kind === "gateway") { showGatewayFinal(f); return; }
       if (f.kind === "capacity") {
+        document.getElementById("final-title").textContent = "Capacity (capacity.json)";
         const a = f.answer || {};
         document.getElementById("final-body").innerHTML = `<p id="final-line">${esc(a.line || "")}</p>`
           + `<table><tr><th>answer</th>${cell("final-capacity", a.rps === null || a.rps === undefined ? "none" : fmt(a.rps) + " rps")}</tr>`
@@ -84,6 +86,7 @@ extension DashboardScript {
     }
 
     function render() {
+      if (model.kind === "gateway") { renderGateway(); return; }
       const list = model.seconds;
       if (!list.length) {
         const why = model.live && model.live.phase === "warmup" ? "warm-up: no measured second yet" : "waiting for the first measured second";
@@ -154,9 +157,15 @@ extension DashboardScript {
       model.label = state.label || "";
       document.getElementById("title").textContent = `pushbench ${model.kind}` + (model.label ? `: ${model.label}` : "");
       document.title = `pushbench ${model.kind} ${model.label}`;
+      if (model.kind === "gateway") {
+        document.body.classList.add("gateway");
+        document.getElementById("title").textContent = "pushbench gateway";
+        document.getElementById("gw-behaviours").textContent = model.label;
+      }
       const events = new EventSource("/events");
       events.addEventListener("second", e => { addSecond(JSON.parse(e.data)); later(); });
       events.addEventListener("live", e => { model.live = JSON.parse(e.data); showStatus(); if (!model.seconds.length) later(); });
+      events.addEventListener("gateway", e => { addGateway(JSON.parse(e.data)); later(); });
       events.addEventListener("mark", e => { model.marks.push(JSON.parse(e.data)); later(); });
       events.addEventListener("final", e => {
         model.final = JSON.parse(e.data);
