@@ -131,10 +131,16 @@ final class RunDashboard {
                               connections: last.map { Int64($0.connections) },
                               peerStreamLimit: last?.peerStreamLimit.map { Int64($0) }, busy: busy,
                               stage: stage ?? Self.stage(of: closed.second, in: shared.source.stages))
-        let h = interval.latency.decode()
+        publish(live)
+    }
+
+    /// One second as it is (numbered and dated already; `pushbench dashboard` publishes the seconds it
+    /// merged this way): the `second` event with its percentiles and the curve of every second so far.
+    func publish(_ live: LiveSecond) {
+        let h = live.interval.latency.decode()
         if let whole { whole.add(h) } else { whole = h.copy() }
         let line = Self.pageLine(live, second: h, whole: whole!)
-        endpoint.publish(.init(name: "second", data: line, id: interval.second), keeping: .history)
+        endpoint.publish(.init(name: "second", data: line, id: live.interval.second), keeping: .history)
         shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
     }
 
