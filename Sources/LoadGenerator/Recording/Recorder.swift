@@ -22,6 +22,13 @@ public final class LiveCounters: Sendable {
     public let lastCount = Atomic<Int>(0)
     /// Whole seconds finished (bumped after lastP50/lastP99 are stored).
     public let seconds = Atomic<Int>(0)
+    /// Connections connected now (stored by the driver thread's housekeeping, a few times a second).
+    public let connections = Atomic<Int>(0)
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS as last received, 0 when none was.
+    public let peerStreamLimit = Atomic<Int>(0)
+    /// With ``LoadConfiguration/measuresBusy``: when (monotonic ns) the loop's idle time was last read, and
+    /// that idle time (ns since the loop started); taken together, so a reader gets a matching pair.
+    public let idle = Mutex<(sampledAt: Int, idle: Int)>((0, 0))
     /// Creates zeroed counters.
     public init() {}
 }
@@ -42,6 +49,8 @@ public final class IntervalOutbox: Sendable {
         var ended = false
     }
     private let state: Mutex<State>
+    /// The error answers of the thread's last seconds, by reason.
+    public let failures = SecondFailures()
 
     /// An empty outbox with one spare pair of latency histograms.
     public init() {
@@ -129,6 +138,9 @@ public final class Recorder {
     private let intervalService = HdrHistogram.latencyMicroseconds()
     private var second = 0
     private var secSent: Int64 = 0, secCompleted: Int64 = 0, secOK: Int64 = 0, secFailed: Int64 = 0, secErrors: Int64 = 0
+    // The second's error answers by reason index, and by status where there was no reason.
+    private var secByReason = [Int](repeating: 0, count: Reasons.count)
+    private var secByStatus = [Int](repeating: 0, count: 600)
     private var measureStartNs: UInt64 = .max
     private var nextSecondNs: UInt64 = .max
     // Live second (all responses).
@@ -179,6 +191,12 @@ public final class Recorder {
     }
 
     private func closeSecond() {
+        // Before the second itself: by the time the main thread has it, its failures are there.
+        outbox.failures.put(second: second, byReason: secByReason, byStatus: secByStatus, any: secFailed > 0)
+        if secFailed > 0 {
+            for i in secByReason.indices { secByReason[i] = 0 }
+            for i in secByStatus.indices { secByStatus[i] = 0 }
+        }
         outbox.put(second: second, sent: secSent, completed: secCompleted, succeeded: secOK, failed: secFailed,
                    transportErrors: secErrors, latency: intervalLatency, serviceTime: intervalService)
         intervalLatency.reset()
@@ -215,7 +233,12 @@ public final class Recorder {
             intervalLatency.recordNanoseconds(latencyNs)
             intervalService.recordNanoseconds(serviceNs)
             secCompleted += 1
-            if ok { secOK += 1 } else { secFailed += 1 }
+            if ok {
+                secOK += 1
+            } else {
+                secFailed += 1
+                if reason > 0 { secByReason[reason] += 1 } else { secByStatus[status >= 0 && status < 600 ? status : 0] += 1 }
+            }
         }
         liveInterval.recordNanoseconds(latencyNs)
         if !ok { liveErrors += 1; live.errors.store(liveErrors, ordering: .relaxed) }
@@ -268,6 +291,16 @@ public struct LiveSnapshot: Sendable, Equatable {
     public var tls: String?
     /// Responses in the last whole second of every thread: 0 means the percentiles above say nothing.
     public var lastSecondCompleted = 0
+    /// Connections connected, over every thread.
+    public var connections = 0
+    /// The lowest stream limit a peer announced, over every thread; nil when none did.
+    public var peerStreamLimit: Int?
+    /// With ``LoadConfiguration/measuresBusy``: the threads' last idle readings added up (the times they
+    /// were read, and the idle time then, ns); the busy share between two snapshots is
+    /// 1 − Δidle / ΔsampledAt.
+    public var idleSampledAt = 0
+    /// See ``idleSampledAt``.
+    public var idleNanoseconds = 0
 
     /// Zeroes.
     public init() {}
@@ -284,6 +317,12 @@ public struct LiveSnapshot: Sendable, Equatable {
             p50Micros = max(p50Micros, c.lastP50.load(ordering: .relaxed))
             p99Micros = max(p99Micros, c.lastP99.load(ordering: .relaxed))
             lastSecondCompleted += c.lastCount.load(ordering: .relaxed)
+            connections += c.connections.load(ordering: .relaxed)
+            let limit = c.peerStreamLimit.load(ordering: .relaxed)
+            if limit > 0 { peerStreamLimit = min(peerStreamLimit ?? limit, limit) }
+            let idle = c.idle.withLock { $0 }
+            idleSampledAt += idle.sampledAt
+            idleNanoseconds += idle.idle
         }
     }
 }

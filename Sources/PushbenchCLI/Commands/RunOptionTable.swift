@@ -236,6 +236,7 @@ extension RunCommand {
                 let (host, port) = try ValueParser.quantity(text, option: name, HostResolver.listenAddress)
                 return MetricsAddress(host: host, port: port)
             },
-        ] + Self.objectiveOptions)
+        ] + DashboardOptions.options(\.dashboard, \.dashboardViewers, \.dashboardLingerSeconds, what: "run")
+            + Self.objectiveOptions)
     }
 }

@@ -58,10 +58,15 @@ struct CapacityExecution {
             + "\(CapacitySearch.grouped(options.min))...\(CapacitySearch.grouped(options.max)) rps, "
             + "\(Self.seconds(base.warmupSeconds)) warm-up + \(Self.seconds(options.stepSeconds)) per step"
             + (options.repeats > 1 ? ", \(options.repeats) searches" : "") + "; \(folder.path)")
+        let dashboard = try RunExecution(options: base).startDashboard(kind: "capacity", label: label, command: "capacity",
+                                                                       stepSeconds: options.stepSeconds)
+        defer { dashboard?.stop() }
         guard options.repeats > 1 else {
-            let report = try searchOnce(inputs, folder: folder, meeting: &meeting, startedAt: startedAt)
+            let report = try searchOnce(inputs, folder: folder, meeting: &meeting, startedAt: startedAt, dashboard: dashboard)
+            dashboard?.finish(summaryJSON: report.json.render())
             if base.json { printOut(report.json.render()) } else { printOut(report.sentence) }
-            return conclude(folder: folder, junit: report.junit(suite: "pushbench capacity \(folder.lastPathComponent)"), markdown: report.markdown)
+            return conclude(folder: folder, junit: report.junit(suite: "pushbench capacity \(folder.lastPathComponent)"), markdown: report.markdown,
+                            dashboard: dashboard)
         }
         let began = Date()
         var searches: [CapacityReport] = []
@@ -73,7 +78,8 @@ struct CapacityExecution {
             }
             say("search \(k) of \(options.repeats): \(sub.path)")
             var m = meeting.map { AgentMeeting(folder: sub, index: $0.index, count: $0.count, nextStart: $0.nextStart, waitNs: $0.waitNs) }
-            let report = try searchOnce(inputs, folder: sub, meeting: &m, startedAt: k == 1 ? startedAt : Date())
+            let report = try searchOnce(inputs, folder: sub, meeting: &m, startedAt: k == 1 ? startedAt : Date(), dashboard: dashboard,
+                                        search: k)
             meeting = m
             say("search \(k) of \(options.repeats): \(report.sentence)")
             searches.append(report)
@@ -86,13 +92,15 @@ struct CapacityExecution {
                 throw RunExecution.Failure(status: 1, message: "cannot write the capacity report: \(error)")
             }
         }
+        dashboard?.finish(summaryJSON: repeated.json.render())
         if base.json { printOut(repeated.json.render()) } else { printOut(repeated.line) }
-        return conclude(folder: folder, junit: repeated.junit(suite: "pushbench capacity \(folder.lastPathComponent)"), markdown: repeated.markdown)
+        return conclude(folder: folder, junit: repeated.junit(suite: "pushbench capacity \(folder.lastPathComponent)"), markdown: repeated.markdown,
+                        dashboard: dashboard)
     }
 
     /// What every search ends with once its answer is printed: the folder's path, the JUnit file and the
     /// GitHub step summary.
-    private func conclude(folder: URL, junit: JUnitReport, markdown: String) -> Int32 {
+    private func conclude(folder: URL, junit: JUnitReport, markdown: String, dashboard: RunDashboard?) -> Int32 {
         if !base.json && !base.quiet { printOut(folder.path) }
         if let path = options.junitFile, let problem = junit.write(to: path) {
             printError("pushbench capacity: \(problem)")
@@ -101,13 +109,14 @@ struct CapacityExecution {
         if let problem = StepSummary.append(markdown + "\n") {
             printError("pushbench capacity: WARNING: \(problem)")
         }
+        if dashboard != nil { RunExecution(options: base, dashboard: dashboard).lingerDashboard(command: "capacity") }
         return 0
     }
 
     /// One whole search, its steps written under `folder` and its report beside them (by agent 0 alone
-    /// when agents meet).
+    /// when agents meet). `search` numbers it among repeated searches (0: the only one).
     private func searchOnce(_ inputs: (PayloadTemplate, DeviceTokens, Int), folder: URL, meeting: inout AgentMeeting?,
-                            startedAt: Date) throws(RunExecution.Failure) -> CapacityReport {
+                            startedAt: Date, dashboard: RunDashboard?, search searchNumber: Int = 0) throws(RunExecution.Failure) -> CapacityReport {
         let (template, tokens, limit) = inputs
         var search = CapacitySearch(min: options.min, max: options.max, resolution: options.resolution, objectives: options.objectives)
         var runs: [StepRun] = []
@@ -122,8 +131,20 @@ struct CapacityExecution {
             o.json = false
             o.label = "step"
             if let meeting { o.startAtUnixNs = meeting.nextStart }
-            let (result, ownRecord, _) = try RunExecution(options: o).measure(encoder: o.encoderVariants[0], label: o.label,
-                                                                              template: template, tokens: tokens, limit: limit)
+            var execution = RunExecution(options: o)
+            execution.dashboard = dashboard
+            let searchPrefix = searchNumber > 0 ? "search \(searchNumber) " : ""
+            dashboard?.stage = searchPrefix + "step \(number): \(CapacitySearch.grouped(rate)) rps"
+            var watching: DashboardSink?
+            var (result, ownRecord, _) = try execution.measure(encoder: o.encoderVariants[0], label: o.label,
+                                                          template: template, tokens: tokens, limit: limit,
+                                                          timeline: { startedAt in
+                                                              guard let dashboard else { return nil }
+                                                              dashboard.measuredStart(startedAt)
+                                                              watching = DashboardSink(inner: nil, dashboard: dashboard)
+                                                              return watching
+                                                          })
+            if let watching { ownRecord.intervals = watching.kept }
             let name = String(format: "step-%02d-%drps", number, rate)
             let record: RunRecord
             var senderLimit: String?   // with agents, from their merge; alone, from this step's summary
@@ -147,6 +168,7 @@ struct CapacityExecution {
             runs.append(StepRun(number: number, folder: meeting == nil ? name : name + "/merged", record: record, step: step, verdict: verdict))
             let earlier = runs.dropLast().last { $0.step.rate == rate }
             say(Self.stepLine(runs.last!, rerun: earlier != nil, afterSteal: earlier?.verdict.name == "machine"))
+            dashboard?.mark(searchPrefix + "step \(number) \(CapacitySearch.grouped(rate)) rps: " + (verdict == .held ? "held" : verdict.name))
             if result.interrupted { interrupted = true; break }
         }
         let elapsed = Date().timeIntervalSince(began)
