@@ -25,9 +25,9 @@ public struct GatewayRequest {
     /// `apns-collapse-id`.
     public var collapseID: UnsafeRawBufferPointer?
     /// `authorization`.
-    public var authorization: UnsafeRawBufferPointer?
+    var authorization: UnsafeRawBufferPointer?
     /// Whether a header the gateway reads was repeated (APNs answers `DuplicateHeaders`).
-    public var hasDuplicateHeader = false
+    var hasDuplicateHeader = false
     /// The request body (empty when there was none).
     public var body = UnsafeRawBufferPointer(start: nil, count: 0)
 
@@ -177,7 +177,7 @@ public struct APNsID: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Calls `body` with the 36 bytes of the id.
-    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeBytes(of: storage) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<36])) }
     }
 

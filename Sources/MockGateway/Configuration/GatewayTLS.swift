@@ -22,10 +22,10 @@ public struct GatewayTLS: Equatable, Sendable {
     /// Where `pushbench gateway --tls` writes the certificate to trust when `--tls-cert-out` is not given.
     public static let defaultCertificateOut = "pushbench-gateway-ca.pem"
     /// The names every generated certificate covers.
-    public static let standardNames = ["localhost", "127.0.0.1", "::1"]
+    static let standardNames = ["localhost", "127.0.0.1", "::1"]
 
     /// Off: no TLS option given.
-    public init() {}
+    init() {}
 
     /// Whether the gateway serves TLS.
     public var isEnabled: Bool {

@@ -13,7 +13,7 @@ public final class GatewayLoopHandler {
     private let gateway: GatewayLoop
     private let server: HTTP2Server
     /// This loop's counters.
-    public let counters: GatewayCounters
+    let counters: GatewayCounters
 
     /// A gateway on `loop` with `configuration`'s behaviours (its host, port and thread count are not used).
     public init(loop: EventLoop, configuration: GatewayConfiguration, counters: GatewayCounters = GatewayCounters()) throws {
