@@ -18,7 +18,7 @@ enum Reasons {
     /// Index of APNs "ExpiredToken" (410).
     public static let expiredToken = index(of: APNsReason.expiredToken)
     /// Index of FCM "UNREGISTERED" (404).
-    public static let fcmUnregistered = index(of: FCMErrorCode.unregistered)
+    static let fcmUnregistered = index(of: FCMErrorCode.unregistered)
 
     /// The index of an APNs reason.
     public static func index(of reason: APNsReason) -> Int { 1 + Int(reason.code) }
@@ -31,7 +31,7 @@ enum Reasons {
     /// Whether an answer says the device token is gone, so a provider should stop sending to it:
     /// APNs 410 Unregistered/ExpiredToken, FCM 404 UNREGISTERED.
     @inline(__always)
-    public static func meansTokenGone(status: Int, reason: Int) -> Bool {
+    static func meansTokenGone(status: Int, reason: Int) -> Bool {
         (status == 410 && (reason == unregistered || reason == expiredToken)) || (status == 404 && reason == fcmUnregistered)
     }
 
