@@ -36,7 +36,7 @@ public struct Option<Options> {
     var valueMayBeAnOption = false
 
     /// The option's shape for ``ParsedArguments``.
-    public var spec: OptionSpec {
+    var spec: OptionSpec {
         OptionSpec(name: name, takesValue: valueName != nil, repeats: repeats, valueMayBeAnOption: valueMayBeAnOption)
     }
 
