@@ -54,7 +54,7 @@ public struct Alert: Sendable, Equatable {
     /// `title`.
     public var title: String?
     /// `subtitle`.
-    public var subtitle: String?
+    var subtitle: String?
     /// `body`.
     public var body: String?
     /// `launch-image`.
