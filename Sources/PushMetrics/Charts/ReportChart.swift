@@ -4,9 +4,9 @@ import PushVocabulary
 /// The title block of a report: run id plus a one-line configuration summary.
 struct ReportTitle: Sendable {
     /// First line (run id).
-    public var title: String
+    var title: String
     /// Second line (configuration and headline figures).
-    public var subtitle: String
+    var subtitle: String
 
     /// Builds the title of a run's report.
     init(runID: String, record r: RunRecord) {

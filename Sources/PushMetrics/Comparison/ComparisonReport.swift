@@ -75,7 +75,7 @@ public struct VariantComparison {
     /// Label of the invocation (the comparison folder is `<run id>-comparison`).
     public var label: String
     /// The variants; the first is the reference.
-    public var entries: [Entry]
+    var entries: [Entry]
     /// Variant names in the order their rounds ran.
     var roundOrder: [String]
     /// Length of a full round in seconds.

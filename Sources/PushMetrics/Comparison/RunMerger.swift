@@ -76,7 +76,7 @@ public enum RunMerger {
         /// The run whose measured time ends where the gap starts.
         var after: String
         /// The run whose measured time starts where the gap ends.
-        public var before: String
+        var before: String
         /// Length of the gap in seconds.
         public var seconds: Double
 

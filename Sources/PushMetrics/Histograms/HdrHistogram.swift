@@ -313,7 +313,7 @@ public final class HdrHistogram {
     /// The 1-based rank of the sample that represents `percentile`, as HdrHistogram_c and the
     /// Python package compute it: `max(1, floor(percentile × count / 100 + 0.5))`. (Java rounds
     /// up instead; the two differ by at most one sample.)
-    public func rank(atPercentile percentile: Double) -> Int64 {
+    func rank(atPercentile percentile: Double) -> Int64 {
         let p = Swift.min(Swift.max(percentile, 0), 100)
         let r = Int64((p * Double(totalCount)) / 100 + 0.5)
         return Swift.max(r, 1)

@@ -42,7 +42,7 @@ public struct IntervalLog: Sendable {
         /// Start, in seconds after ``IntervalLog/baseTime``.
         var startOffset: Double
         /// Length in seconds.
-        public var length: Double
+        var length: Double
         /// The compressed histogram (V2 encoding, not base64).
         public var histogram: EncodedHistogram
 
@@ -55,7 +55,7 @@ public struct IntervalLog: Sendable {
         }
 
         /// The interval's line of the log, newline included (see ``IntervalLog/render(comment:maxValueUnitRatio:)``).
-        public func line(maxValueUnitRatio: Double = 1000) -> String {
+        func line(maxValueUnitRatio: Double = 1000) -> String {
             var out = tag.map { "Tag=\($0)," } ?? ""
             out += String(format: "%.3f,%.3f,%.3f,", Swift.max(startOffset, 0), Swift.max(length, 0),
                           Double(histogram.max) / maxValueUnitRatio)

@@ -3,7 +3,7 @@ import PushVocabulary
 /// summary.json `gateway`: what the embedded gateway counted.
 public struct GatewayCounts: Sendable, Equatable {
     /// Push requests received.
-    public var received: Int
+    var received: Int
     /// Responses by HTTP status.
     public var byStatus: [Int: Int]
     /// Error responses by reason.
@@ -57,7 +57,7 @@ public struct FCMCounts: Sendable, Equatable {
     /// Messages accepted.
     public var messagesAccepted: Int
     /// validate_only requests answered.
-    public var validateOnly: Int
+    var validateOnly: Int
     /// Topic or condition messages.
     public var topicMessages: Int
     /// Devices reached by fan-out.
@@ -141,7 +141,7 @@ public struct Reconciliation: Sendable, Equatable {
 /// have been accepted): ok ≤ accepted ≤ ok + unanswered.
 public struct FCMReconciliation: Sendable, Equatable {
     /// Messages the gateway accepted (validate_only included).
-    public var accepted: Int
+    var accepted: Int
     /// 200s the client counted.
     var clientOK: Int
     /// Requests the client sent that got no answer (unfinished or lost to the transport).

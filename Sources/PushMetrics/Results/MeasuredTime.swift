@@ -67,7 +67,7 @@ struct MeasuredTime: Sendable, Equatable {
     }
 
     /// Total measured seconds.
-    public var length: Double { spans.reduce(0) { $0 + $1.end - $1.start } }
+    var length: Double { spans.reduce(0) { $0 + $1.end - $1.start } }
 
     /// True when the whole second [s, s + 1) lies in one span: a rate over it is a real rate.
     func coversWholeSecond(_ s: Int) -> Bool {

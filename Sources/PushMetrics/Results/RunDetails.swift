@@ -46,7 +46,7 @@ public struct RunDetails: Sendable, Equatable {
     public init() {}
 
     /// The sections' summary.json members, in order.
-    public var members: [(String, JSONValue)] {
+    var members: [(String, JSONValue)] {
         var m: [(String, JSONValue)] = []
         if let warmup { m.append(("warmup", warmup.json)) }
         if let accounting { m.append(("accounting", accounting.json)) }

@@ -4,7 +4,7 @@ import PushVocabulary
 /// summary.json `config.schedule`: the rate schedule of a run whose rate changes over time.
 public struct ScheduleSettings: Sendable, Equatable {
     /// The option as given (`--stages 30s:10k,60s:50k,30s:0`, `--rps 10k..200k`, `--rate-file FILE`).
-    public var spec: String
+    var spec: String
     /// The stages (length in seconds, rate at its start and at its end in requests per second), when
     /// there are at most ``listedStages`` of them; summary.json lists each as `[seconds, from, to]`.
     public var stages: [(seconds: Double, from: Int, to: Int)]

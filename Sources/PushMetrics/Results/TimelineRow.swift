@@ -51,7 +51,7 @@ struct TimelineRow: Sendable, Equatable {
 
     /// Reads the rows of a timeline.csv as ``ResultsWriter`` writes it, line by line. A second's
     /// latency counts as timed when it completed a response (every measured response is timed).
-    public static func read(_ url: URL) throws -> [TimelineRow] {
+    static func read(_ url: URL) throws -> [TimelineRow] {
         var rows: [TimelineRow] = []
         var header: [Substring]?
         var column: [String: Int] = [:]
