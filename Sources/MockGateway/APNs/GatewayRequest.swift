@@ -9,7 +9,7 @@
 /// ```
 public struct GatewayRequest {
     /// `:method`.
-    public var method: UnsafeRawBufferPointer?
+    var method: UnsafeRawBufferPointer?
     /// `:path`.
     public var path: UnsafeRawBufferPointer?
     /// `apns-id`.
@@ -133,7 +133,7 @@ public struct APNsID: Equatable, Sendable, CustomStringConvertible {
     private var storage: (UInt64, UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0, 0)
 
     /// The text length of a UUID.
-    public static let length = 36
+    static let length = 36
 
     /// The id in `text` if it is a UUID (8-4-4-4-12 hex digits, either case), kept exactly as sent.
     public init?(validating text: UnsafeRawBufferPointer) {

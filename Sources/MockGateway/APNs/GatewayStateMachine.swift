@@ -178,7 +178,7 @@ public final class GatewayStateMachine {
     }
 
     /// A connection closed.
-    public func connectionClosed() { counters.connectionClosed() }
+    func connectionClosed() { counters.connectionClosed() }
 
     /// The timed GOAWAY: call when `connection.goawayDeadline` has passed; returns the GOAWAY reason to
     /// send, or nil if one was already decided.

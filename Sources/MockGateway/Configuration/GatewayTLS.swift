@@ -13,7 +13,7 @@ public struct GatewayTLS: Equatable, Sendable {
     /// `--tls-key`: the private key of the certificate (PEM, unencrypted).
     public var keyFile: String?
     /// `--tls-name`: names a generated certificate covers besides localhost, 127.0.0.1 and ::1.
-    public var names: [String] = []
+    var names: [String] = []
     /// `--tls-cert-out`: where the certificate a client must trust (the generating CA's) is written.
     public var certificateOut: String?
     /// `--tls-ca-dir`: the directory that keeps the generating CA (``KeptCA``), reused at every start.

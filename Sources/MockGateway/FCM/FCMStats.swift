@@ -88,7 +88,7 @@ public struct FCMCapturedPush: Equatable, Sendable {
     /// `token:<t>`, `topic:<t>` or `condition:<c>`.
     public var target: String
     /// APNs request headers, in a fixed order (`apns-priority`, `apns-expiration`, `apns-push-type`, `apns-topic`, …).
-    public var headers: [(String, String)]
+    var headers: [(String, String)]
     /// The APNs payload (JSON text).
     public var payload: String
     /// When the request arrived (monotonic ns): the order of capture across event loops.

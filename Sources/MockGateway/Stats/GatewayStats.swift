@@ -158,7 +158,7 @@ public final class GatewayCounters: Sendable {
     /// Counts an accepted connection.
     public func connectionOpened() { add(Self.openedSlot) }
     /// Counts a closed connection.
-    public func connectionClosed() { add(Self.closedSlot) }
+    func connectionClosed() { add(Self.closedSlot) }
     /// Counts a GOAWAY sent.
     func goawaySent() { add(Self.goawaySlot) }
     /// Counts an abrupt drop.
