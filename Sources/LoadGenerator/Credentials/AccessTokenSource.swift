@@ -20,7 +20,7 @@ public final class AccessTokenSource: Sendable {
     }
 
     /// Replaces the token.
-    public func update(_ token: String) {
+    func update(_ token: String) {
         value.withLock { t in
             t = token
             counter.add(1, ordering: .releasing)

@@ -14,7 +14,7 @@ public struct TokenEndpoint: Sendable, Equatable {
     /// Port.
     public var port: Int
     /// `Host` header value (`host[:port]` as written in the URL).
-    public var authority: String
+    var authority: String
     /// The path (with any query) to POST to.
     public var path: String
     /// Whether the URL is https.
@@ -22,7 +22,7 @@ public struct TokenEndpoint: Sendable, Equatable {
     /// The host as named in the URL (the TLS server name).
     public var serverName: String
     /// The URL as written.
-    public var url: String
+    var url: String
 
     /// Parses and resolves `url`; errors name it.
     public init(url: String) throws(LoadRunError) {
@@ -68,11 +68,11 @@ public struct ServiceAccountTokens: Sendable {
     /// The account.
     let account: ServiceAccount
     /// Its token endpoint.
-    public let endpoint: TokenEndpoint
+    let endpoint: TokenEndpoint
 
     /// How an https endpoint's certificate is checked (the system's CAs by default; `SSL_CERT_FILE`
     /// works as with any OpenSSL client).
-    public let trust: TLSTrust
+    let trust: TLSTrust
 
     /// Tokens for `account` from `endpoint` (its `token_uri`, resolved).
     public init(account: ServiceAccount, endpoint: TokenEndpoint, trust: TLSTrust = .system) {

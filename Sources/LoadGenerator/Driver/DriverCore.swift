@@ -373,7 +373,7 @@ public final class DriverCore {
 
     /// Records the response of the request in `slot`: latency from its intended time, service time from
     /// its send; frees the slot. Call ``pump()`` afterwards.
-    public func responded(slot: Int32, status: Int, reason: Int) {
+    func responded(slot: Int32, status: Int, reason: Int) {
         responded(slot: slot, status: status, reason: reason, at: clock.now())
     }
 

@@ -34,7 +34,7 @@ final class ManualClock: NanoClock {
     /// The current time.
     public func now() -> UInt64 { time }
     /// Moves the clock forward by `ns`.
-    public func advance(_ ns: UInt64) { time += ns }
+    func advance(_ ns: UInt64) { time += ns }
 }
 
 /// CLOCK_REALTIME in nanoseconds since the Unix epoch: the wall clock a start time (`--start-at`) and

@@ -111,7 +111,7 @@ public struct RateSchedule: Sendable, Equatable {
 
     /// Intended time of request `g` (0 ≤ g < ``totalRequests``), in ns after t0.
     @inline(__always)
-    public func offset(ofRequest g: Int64) -> UInt64 {
+    func offset(ofRequest g: Int64) -> UInt64 {
         let target = Int128(g) * Self.unitsPerRequest
         let i = stage(containingUnits: target)
         let s = stages[i]

@@ -5,11 +5,11 @@ import PushTransport
 /// method, the path and the header fields of the request file (`--request`).
 public struct FrontDoorRequest: Sendable {
     /// The method, e.g. `POST`.
-    public var method: String
+    var method: String
     /// The path and query.
     public var path: String
     /// Header fields sent as written (HTTP/2 sends the names in lower case).
-    public var headers: [(name: String, value: String)]
+    var headers: [(name: String, value: String)]
 
     /// A front-door request.
     public init(method: String, path: String, headers: [(name: String, value: String)]) {

@@ -196,7 +196,7 @@ public final class PipelineLedger {
     }
 
     /// The gateway saw a push.
-    public func take(_ push: PushArrival) {
+    func take(_ push: PushArrival) {
         advance(to: push.arrivedAt)
         let inSecond: Int64 = push.arrivedAt >= measuredFrom ? 1 : 0
         let b = push.index >= 0 ? book(push.index) : 1

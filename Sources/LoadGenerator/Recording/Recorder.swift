@@ -72,7 +72,7 @@ public final class IntervalOutbox: Sendable {
     /// The seconds closed since the last call, in order, and whether the thread will close no more
     /// (true only once every second it closed has been taken). Encodes their histograms on the
     /// calling thread.
-    public func take() -> (intervals: [TimelineInterval], ended: Bool) {
+    func take() -> (intervals: [TimelineInterval], ended: Bool) {
         let (closed, ended) = state.withLock { s in
             let out = s.closed
             s.closed.removeAll(keepingCapacity: true)

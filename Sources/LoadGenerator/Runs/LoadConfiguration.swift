@@ -17,7 +17,7 @@ public struct LoadConfiguration: Sendable {
     /// Target port.
     public var port: Int
     /// `:authority` sent with every request (host:port by default).
-    public var authority: String
+    var authority: String
     /// `apns` (POST /3/device/<token>) or `fcm` (POST /v1/projects/<project>/messages:send).
     public var pushProtocol: PushProtocol = .apns
     /// Requests per second for all threads together; nil is closed loop (`--rps max`).
@@ -118,7 +118,7 @@ public struct LoadConfiguration: Sendable {
     /// `host`, the numeric address).
     public var serverName: String?
     /// Bound on TCP connect plus the peer's first SETTINGS.
-    public var connectTimeoutMilliseconds: UInt64 = 3_000
+    var connectTimeoutMilliseconds: UInt64 = 3_000
     /// A pipeline run's front door (`pushbench pipeline --request FILE`): the method, path and headers
     /// every request carries, its body made from ``template``; nil sends APNs or FCM requests.
     public var frontDoor: FrontDoorRequest?

@@ -141,7 +141,7 @@ public struct RunObjective: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether `value` (µs or a fraction, as ``limit``) meets the limit.
-    public func holds(_ value: Double) -> Bool {
+    func holds(_ value: Double) -> Bool {
         if metric == .rateKept { return value >= limit }
         return inclusive ? value <= limit : value < limit
     }
