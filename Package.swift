@@ -70,7 +70,7 @@ let package = Package(
                                                         "PushCredentials"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushVocabulary", "CAllocCounter",
                                                           "PushbenchTestSupport", "PushCredentials"]),
-        .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI", "PushVocabulary", "PushMetrics", "LoadGenerator"]),
+        .testTarget(name: "PushbenchCLITests", dependencies: ["PushbenchCLI", "CommandLineOptions", "PushVocabulary", "PushMetrics", "LoadGenerator"]),
         // The built pushbench and the scripts as a user runs them (run folders, exit statuses, signals,
         // deploy files); the modules' own tests stay in their targets.
         .testTarget(name: "EndToEndTests", dependencies: ["LoadGenerator", "MockGateway", "PushMetrics", "PushPayload", "PushTransport",

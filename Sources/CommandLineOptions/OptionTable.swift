@@ -29,14 +29,14 @@ public struct Option<Options> {
     /// A heading printed above this option, starting a group of options in help and docs.
     public let group: String?
     /// Read before every other option, so the others override what it sets (a scenario file).
-    public let appliesFirst: Bool
+    let appliesFirst: Bool
     let apply: (inout Options, String) throws(UsageError) -> Void
 
     /// Whether a value may look like an option (a pass-through such as `--gateway-arg`).
-    public var valueMayBeAnOption = false
+    var valueMayBeAnOption = false
 
     /// The option's shape for ``ParsedArguments``.
-    public var spec: OptionSpec {
+    var spec: OptionSpec {
         OptionSpec(name: name, takesValue: valueName != nil, repeats: repeats, valueMayBeAnOption: valueMayBeAnOption)
     }
 
@@ -105,10 +105,10 @@ public struct OptionTable<Options> {
     public init(_ options: [Option<Options>]) { self.options = options }
 
     /// The options' shapes, for ``ParsedArguments``.
-    public var specs: [OptionSpec] { options.map(\.spec) }
+    var specs: [OptionSpec] { options.map(\.spec) }
 
     /// The option named `name`.
-    public func option(_ name: String) -> Option<Options>? { options.first { $0.name == name } }
+    func option(_ name: String) -> Option<Options>? { options.first { $0.name == name } }
 
     /// Folds the values of `arguments` into `options`: those that apply first, then the rest in
     /// command-line order, so the first bad value is the one reported.
@@ -167,7 +167,7 @@ public struct OptionTable<Options> {
     }
 
     /// The widest line help prints.
-    public static var helpWidth: Int { 100 }
+    static var helpWidth: Int { 100 }
 
     /// The option's help and default, word-wrapped to `width` (a "\n" in the help only separates words).
     func helpLines(_ option: Option<Options>, width: Int) -> [String] {
@@ -193,7 +193,7 @@ public struct OptionTable<Options> {
 extension OptionTable where Options: Equatable {
     /// Options whose documented default is not what an absent option gives (`base` parsed with no
     /// arguments versus with `--name DEFAULT`), so help and docs cannot drift from the code.
-    public func optionsWithWrongDefaults(base: Options) -> [String] {
+    func optionsWithWrongDefaults(base: Options) -> [String] {
         options.compactMap { option -> String? in
             guard let d = option.defaultValue else { return nil }
             var given = base

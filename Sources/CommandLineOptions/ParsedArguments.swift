@@ -14,12 +14,12 @@ public struct OptionSpec: Sendable {
     /// The option's name with its dashes, e.g. `--rps`.
     public var name: String
     /// Whether the option takes a value (`--rps 5000`, `--rps=5000`); otherwise it is a flag.
-    public var takesValue: Bool
+    var takesValue: Bool
     /// Whether the option may be given more than once (values accumulate).
     public var repeats: Bool
     /// Whether a value may itself look like one of the command's options (`--gateway-arg --threads=2`
     /// passes an option on); otherwise `--rps --duration 1s` is `--rps` without its value.
-    public var valueMayBeAnOption: Bool = false
+    var valueMayBeAnOption: Bool = false
 
     /// An option that takes a value.
     public static func value(_ name: String, repeats: Bool = false) -> OptionSpec {
@@ -105,7 +105,7 @@ public struct ParsedArguments: Sendable {
     /// The value of option `name`, if given (the last one for repeatable options).
     public func value(_ name: String) -> String? { values[name]?.last }
     /// Every value given for option `name`, in order.
-    public func allValues(_ name: String) -> [String] { values[name] ?? [] }
+    func allValues(_ name: String) -> [String] { values[name] ?? [] }
     /// Whether flag `name` was given.
     public func flag(_ name: String) -> Bool { flags.contains(name) }
     /// Whether option `name` was given at all (flag or value).

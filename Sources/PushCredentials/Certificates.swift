@@ -10,7 +10,7 @@ public struct APNsCertificateEnvironments: OptionSet, Sendable, Hashable {
     /// APNs production.
     public static let production = APNsCertificateEnvironments(rawValue: 2)
     /// Both (a universal push certificate).
-    public static let both: APNsCertificateEnvironments = [.development, .production]
+    @usableFromInline static let both: APNsCertificateEnvironments = [.development, .production]
 
     static let developmentOID = "1.2.840.113635.100.6.3.1"
     static let productionOID = "1.2.840.113635.100.6.3.2"
@@ -83,7 +83,7 @@ public final class X509Certificate: @unchecked Sendable {
     }
 
     /// Every certificate in PEM text, in order.
-    public static func all(pem: [UInt8], source: String = "certificates") throws(CredentialError) -> [X509Certificate] {
+    static func all(pem: [UInt8], source: String = "certificates") throws(CredentialError) -> [X509Certificate] {
         let found = try withMemoryBIO(pem) { (bio: OpaquePointer) throws(CredentialError) -> [X509Certificate] in
             var out: [X509Certificate] = []
             while let x = PEM_read_bio_X509(bio, nil, nil, nil) { out.append(X509Certificate(owning: x)) }
@@ -103,7 +103,7 @@ public final class X509Certificate: @unchecked Sendable {
     public var uid: String? { subjectEntry(NID_userId) }
 
     /// The subject's common name.
-    public var commonName: String? { subjectEntry(NID_commonName) }
+    var commonName: String? { subjectEntry(NID_commonName) }
 
     /// The APNs topics the certificate covers: its subject UID (the app's bundle id), then each other
     /// topic its topics extension (1.2.840.113635.100.6.3.6) lists, such as `<bundle>.voip` and
@@ -203,7 +203,7 @@ public final class TestCertificateAuthority: @unchecked Sendable {
     public let certificate: X509Certificate
 
     /// A CA from its certificate and key.
-    public init(certificate: X509Certificate, key: ES256PrivateKey) {
+    init(certificate: X509Certificate, key: ES256PrivateKey) {
         self.certificate = certificate
         self.key = key
     }

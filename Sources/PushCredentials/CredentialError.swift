@@ -9,7 +9,7 @@ public struct CredentialError: Error, Equatable, Sendable, CustomStringConvertib
     /// What was wrong.
     public var message: String
     /// An error with `message`.
-    public init(_ message: String) { self.message = message }
+    init(_ message: String) { self.message = message }
     /// The message.
     public var description: String { message }
 

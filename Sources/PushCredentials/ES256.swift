@@ -119,7 +119,7 @@ public final class ES256PublicKey: @unchecked Sendable, Equatable {
     }
 
     /// The key as SubjectPublicKeyInfo DER (what identifies it).
-    public var derBytes: [UInt8] {
+    var derBytes: [UInt8] {
         let n = i2d_PUBKEY(pkey, nil)
         guard n > 0 else { return [] }
         var out = [UInt8](repeating: 0, count: Int(n))

@@ -5,7 +5,7 @@
 /// ```swift
 /// ES256Signature.raw(fromDER: der)    // 64 bytes r ‖ s, or nil unless der is strict DER with 1 ≤ r, s < n
 /// ```
-public enum ES256Signature {
+enum ES256Signature {
     /// The order n of P-256's base point, big-endian: r and s lie in 1...n-1.
     static let order: [UInt8] = [
         0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
@@ -13,12 +13,12 @@ public enum ES256Signature {
     ]
 
     /// The longest DER form: a SEQUENCE of two INTEGERs of 33 bytes (a zero before a high bit).
-    public static let maxDERLength = 72
+    static let maxDERLength = 72
 
     /// r ‖ s from a DER ECDSA signature, or nil unless `der` is exactly one SEQUENCE of two INTEGERs in
     /// DER's one encoding (definite minimal lengths, minimal non-negative integers, nothing after it)
     /// with r and s in 1...n-1.
-    public static func raw(fromDER der: UnsafeRawBufferPointer) -> [UInt8]? {
+    static func raw(fromDER der: UnsafeRawBufferPointer) -> [UInt8]? {
         guard der.count >= 8, der.count <= maxDERLength, der[0] == 0x30,
               der[1] < 0x80, Int(der[1]) == der.count - 2 else { return nil }
         var raw = [UInt8](repeating: 0, count: 64)
@@ -45,7 +45,7 @@ public enum ES256Signature {
     }
 
     /// Whether r and s of `raw` (r ‖ s, 64 bytes) both lie in 1...n-1, as a valid signature's must.
-    public static func inRange(_ raw: [UInt8]) -> Bool {
+    static func inRange(_ raw: [UInt8]) -> Bool {
         guard raw.count == 64 else { return false }
         return isScalar(raw[0..<32]) && isScalar(raw[32..<64])
     }

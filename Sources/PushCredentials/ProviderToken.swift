@@ -123,9 +123,9 @@ public struct ParsedProviderToken: Equatable, Sendable {
     /// `iat` in whole seconds since the epoch.
     public var issuedAt: Int64
     /// The signed bytes: `header.claims` as sent.
-    public var signingInput: [UInt8]
+    var signingInput: [UInt8]
     /// The signature, r ‖ s (read from either form the token carried it in).
-    public var signature: [UInt8]
+    var signature: [UInt8]
 
     /// Whether the signature is `key`'s.
     public func isSigned(by key: ES256PublicKey) -> Bool {

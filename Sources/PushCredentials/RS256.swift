@@ -13,7 +13,7 @@ public final class RS256Key: @unchecked Sendable {
     // @unchecked: the EVP_PKEY is never changed after init.
     let pkey: OpaquePointer
     /// Whether the private half is there (a key read from a public-key PEM only verifies).
-    public let canSign: Bool
+    let canSign: Bool
 
     init(owning pkey: OpaquePointer, canSign: Bool) {
         self.pkey = pkey
@@ -34,7 +34,7 @@ public final class RS256Key: @unchecked Sendable {
 
     /// The key in PEM text: a private key (`-----BEGIN PRIVATE KEY-----` or `-----BEGIN RSA PRIVATE
     /// KEY-----`) or a public one (`-----BEGIN PUBLIC KEY-----`). `source` names it in errors, never the text.
-    public convenience init(pem: [UInt8], source: String = "key") throws(CredentialError) {
+    convenience init(pem: [UInt8], source: String = "key") throws(CredentialError) {
         if let k = try? withMemoryBIO(pem, { (bio: OpaquePointer) throws(CredentialError) -> OpaquePointer in
             guard let k = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw CredentialError("") }
             return k
@@ -63,7 +63,7 @@ public final class RS256Key: @unchecked Sendable {
     }
 
     /// The public key as PEM (`-----BEGIN PUBLIC KEY-----`).
-    public func publicPEM() throws(CredentialError) -> String {
+    func publicPEM() throws(CredentialError) -> String {
         try bioText { PEM_write_bio_PUBKEY($0, pkey) }
     }
 

@@ -19,14 +19,14 @@ public struct ServiceAccount: Sendable, Equatable {
     /// `client_email`: the assertion's `iss`.
     public var clientEmail: String
     /// `client_id`.
-    public var clientID: String
+    var clientID: String
     /// `token_uri`: where the assertion is exchanged.
     public var tokenURI: String
 
     /// The audience every assertion names, whatever `token_uri` says (google-auth always sends it).
     public static let audience = "https://oauth2.googleapis.com/token"
     /// The scope FCM's send API needs.
-    public static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
+    @usableFromInline static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
     /// The grant type of the exchange (RFC 7523).
     public static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 

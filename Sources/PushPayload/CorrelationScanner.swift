@@ -24,7 +24,7 @@ public struct CorrelationScanner: Sendable, Equatable {
     /// The run's tag, the four hex digits after `pb-`.
     public let tag: (UInt8, UInt8, UInt8, UInt8)
     /// The longest stretch of bytes an id can span: the 8-byte prefix and up to 19 digits.
-    public static let maxIDLength = 27
+    static let maxIDLength = 27
 
     /// A scanner for the ids whose prefix is `prefix` (8 bytes: `pb-`, four hex digits, `-`).
     public init(prefix: [UInt8]) {

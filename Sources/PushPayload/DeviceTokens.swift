@@ -172,11 +172,11 @@ public final class DeviceTokens: @unchecked Sendable {
     }
 
     /// Longest FCM registration token accepted (the FCM send API's bound; real ones are ~150-255 bytes).
-    public static let maxFCMTokenLength = 4096
+    static let maxFCMTokenLength = 4096
     /// Longest APNs device token accepted, in hex digits: the most the gateway can be told to accept
     /// (`--token-length`); Apple's tokens are 64 today. A longer line is a mistake (a file that is not a
     /// token list), and taking it would size every request's memory after it.
-    public static let maxAPNsTokenLength = 1024
+    static let maxAPNsTokenLength = 1024
 
     /// Loads a token file: one token per line; blank lines and lines starting with `#` are
     /// skipped; surrounding spaces and `\r` are ignored. APNs (the default): hex, upper-case stored

@@ -77,7 +77,7 @@ final class CopyEncoder: PayloadEncoder {
     private var uuidIndex = 0
 
     /// An encoder for `template`; the scratch buffer is reserved once and reused.
-    public init(template: PayloadTemplate) {
+    init(template: PayloadTemplate) {
         self.template = template
         capacity = max(template.maxLength, 8192)
         buf = .allocate(byteCount: capacity, alignment: 16)
@@ -220,7 +220,7 @@ final class FoundationEncoder: PayloadEncoder {
     private let encoder: JSONEncoder
 
     /// An encoder for `template`, with one reused JSONEncoder.
-    public init(template: PayloadTemplate) {
+    init(template: PayloadTemplate) {
         self.template = template
         encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -10,7 +10,7 @@ public struct InputFileError: Error, Equatable, Sendable, CustomStringConvertibl
     /// Why it could not be read.
     public var reason: String
     /// An error for `path`.
-    public init(path: String, reason: String) { self.path = path; self.reason = reason }
+    init(path: String, reason: String) { self.path = path; self.reason = reason }
     /// `path: reason`.
     public var description: String { "\(path): \(reason)" }
 }

@@ -20,7 +20,7 @@ struct APNsHeaders: Sendable, Equatable {
     public var apnsID: PushUUID?
 
     /// Headers; defaults are an alert push with APNs' default priority.
-    public init(pushType: APNsPushType = .alert, topic: String? = nil, priority: Int? = nil,
+    init(pushType: APNsPushType = .alert, topic: String? = nil, priority: Int? = nil,
                 expiration: Int64? = nil, collapseID: String? = nil, apnsID: PushUUID? = nil) {
         self.pushType = pushType
         self.topic = topic
@@ -54,28 +54,28 @@ public struct Alert: Sendable, Equatable {
     /// `title`.
     public var title: String?
     /// `subtitle`.
-    public var subtitle: String?
+    var subtitle: String?
     /// `body`.
     public var body: String?
     /// `launch-image`.
-    public var launchImage: String?
+    var launchImage: String?
     /// `title-loc-key`.
     public var titleLocKey: String?
     /// `title-loc-args`.
     public var titleLocArgs: [String]?
     /// `subtitle-loc-key`.
-    public var subtitleLocKey: String?
+    var subtitleLocKey: String?
     /// `subtitle-loc-args`.
-    public var subtitleLocArgs: [String]?
+    var subtitleLocArgs: [String]?
     /// `loc-key` (localized body).
     public var locKey: String?
     /// `loc-args`.
     public var locArgs: [String]?
     /// `action-loc-key` (older key).
-    public var actionLocKey: String?
+    var actionLocKey: String?
 
     /// An alert; every key is optional.
-    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, launchImage: String? = nil,
+    init(title: String? = nil, subtitle: String? = nil, body: String? = nil, launchImage: String? = nil,
                 titleLocKey: String? = nil, titleLocArgs: [String]? = nil, subtitleLocKey: String? = nil,
                 subtitleLocArgs: [String]? = nil, locKey: String? = nil, locArgs: [String]? = nil,
                 actionLocKey: String? = nil) {
@@ -94,7 +94,7 @@ public struct Alert: Sendable, Equatable {
 }
 
 /// `alert`: a plain body string or a dictionary.
-public enum AlertContent: Sendable, Equatable {
+enum AlertContent: Sendable, Equatable {
     /// A plain string: the body text.
     case text(String)
     /// The alert dictionary.
@@ -102,7 +102,7 @@ public enum AlertContent: Sendable, Equatable {
 }
 
 /// `sound`: a file name (or "default"), or the critical-alert dictionary (docs/protocols.md "The payload").
-public enum Sound: Sendable, Equatable {
+enum Sound: Sendable, Equatable {
     /// A sound file name, or "default".
     case named(String)
     /// `{"critical": 1, "name": …, "volume": …}`.
@@ -110,7 +110,7 @@ public enum Sound: Sendable, Equatable {
 }
 
 /// `interruption-level` values.
-public enum InterruptionLevel: String, Sendable {
+enum InterruptionLevel: String, Sendable {
     /// `passive`, `active`, `time-sensitive`, `critical`.
     case passive, active, timeSensitive = "time-sensitive", critical
 }
@@ -118,13 +118,13 @@ public enum InterruptionLevel: String, Sendable {
 /// The `aps` dictionary (docs/protocols.md "The payload").
 public struct APS: Sendable, Equatable {
     /// `alert`.
-    public var alert: AlertContent?
+    var alert: AlertContent?
     /// `badge` (0 clears it).
     public var badge: Int?
     /// `sound`.
-    public var sound: Sound?
+    var sound: Sound?
     /// `thread-id`.
-    public var threadID: String?
+    var threadID: String?
     /// `category`.
     public var category: String?
     /// `content-available: 1` when true.
@@ -132,14 +132,14 @@ public struct APS: Sendable, Equatable {
     /// `mutable-content: 1` when true.
     public var mutableContent: Bool
     /// `target-content-id`.
-    public var targetContentID: String?
+    var targetContentID: String?
     /// `interruption-level`.
-    public var interruptionLevel: InterruptionLevel?
+    var interruptionLevel: InterruptionLevel?
     /// `relevance-score` (0…1).
-    public var relevanceScore: Double?
+    var relevanceScore: Double?
 
     /// An `aps` dictionary; absent keys are not written.
-    public init(alert: AlertContent? = nil, badge: Int? = nil, sound: Sound? = nil, threadID: String? = nil,
+    init(alert: AlertContent? = nil, badge: Int? = nil, sound: Sound? = nil, threadID: String? = nil,
                 category: String? = nil, contentAvailable: Bool = false, mutableContent: Bool = false,
                 targetContentID: String? = nil, interruptionLevel: InterruptionLevel? = nil,
                 relevanceScore: Double? = nil) {
@@ -179,12 +179,12 @@ struct PushNotification: Sendable, Equatable {
     /// The `aps` dictionary.
     public var aps: APS
     /// Custom top-level keys, in order. String values may hold placeholders (`"{{message_id}}"`).
-    public var custom: [(key: String, value: CustomValue)]
+    var custom: [(key: String, value: CustomValue)]
     /// The APNs request headers.
     public var headers: APNsHeaders
 
     /// A notification.
-    public init(aps: APS, custom: [(key: String, value: CustomValue)] = [], headers: APNsHeaders = .init()) {
+    init(aps: APS, custom: [(key: String, value: CustomValue)] = [], headers: APNsHeaders = .init()) {
         self.aps = aps
         self.custom = custom
         self.headers = headers
@@ -203,7 +203,7 @@ struct PushNotification: Sendable, Equatable {
         custom: [(key: "customKey", value: .string("customValue")), (key: "message_id", value: .string("{{message_id}}"))])
 
     /// The payload as template JSON (placeholders in custom values kept as written).
-    public func templateJSON() -> String {
+    func templateJSON() -> String {
         var w = ModelWriter()
         w.open()
         w.key("aps")

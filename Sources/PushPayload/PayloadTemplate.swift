@@ -27,7 +27,7 @@ public struct TemplateError: Error, Equatable, Sendable, CustomStringConvertible
 }
 
 /// What a placeholder stands for.
-public enum PlaceholderKind: Equatable, Sendable {
+enum PlaceholderKind: Equatable, Sendable {
     /// `{{seq}}`: the request number (a number; bare or inside a string).
     case seq
     /// `{{badge}}`: the badge number (a number; bare or inside a string).
@@ -62,11 +62,11 @@ public struct TemplateOptions: Sendable {
     /// Longest device token `{{token}}` will carry (bytes).
     public var maxTokenLength: Int
     /// Longest `{{text}}` (bytes before escaping; the worst case assumes every byte needs `\u00XX`).
-    public var maxTextLength: Int
+    var maxTextLength: Int
     /// Largest `{{seq}}`.
-    public var maxSeq: UInt64
+    var maxSeq: UInt64
     /// Load a template even when its output can exceed `limit` (the per-request check still applies).
-    public var allowOversize: Bool
+    var allowOversize: Bool
 
     /// Options; the defaults are the APNs alert limit and 64-hex-character tokens.
     public init(limit: Int? = 4096, maxTokenLength: Int = 64, maxTextLength: Int = 0,
@@ -99,15 +99,15 @@ public final class PayloadTemplate: @unchecked Sendable {
     /// The tree's pooled UTF-8 (keys, literal strings, numbers), indexed by the ranges in the nodes.
     let literals: UnsafeMutableRawBufferPointer
     /// Placeholders used, in output order.
-    public var placeholders: [PlaceholderKind] { Array(slots) }
+    var placeholders: [PlaceholderKind] { Array(slots) }
     /// Bytes of output that never change.
-    public var staticLength: Int { staticBytes.count }
+    var staticLength: Int { staticBytes.count }
     /// The largest output under the options the template was loaded with.
     public let maxLength: Int
     /// The largest output for any request when the template has no variable-length string slot
     /// (`{{token}}`, `{{text}}`), else nil. When the slot is at least this big, the zerocopy
     /// encoder skips the length pass.
-    public let lengthBound: Int?
+    let lengthBound: Int?
 
     /// The bytes of the default APNs template: Apple's and Firebase's example plus a message id.
     public static let defaultAPNsText = PushNotification.example.templateJSON()
@@ -243,7 +243,7 @@ public final class PayloadTemplate: @unchecked Sendable {
     /// Whether the payload for `request` would be over `limit` bytes (count it as PayloadTooLarge
     /// and do not send it, unless the user asked to send oversize payloads).
     @inline(__always)
-    public func wouldExceed(_ limit: Int, _ request: RequestContext) -> Bool {
+    func wouldExceed(_ limit: Int, _ request: RequestContext) -> Bool {
         encodedLength(request) > limit
     }
 

@@ -8,7 +8,7 @@ public enum PipelineID {
     /// The prefix's length: `pb-` + 4 hex digits + `-`.
     public static let prefixLength = 8
     /// The fewest digits of the index (zero-padded), so ids of one run have one length up to 10⁹ requests.
-    public static let digits = 9
+    static let digits = 9
     /// The longest id: the prefix and a 20-digit index.
     public static let maxLength = prefixLength + 20
 
@@ -60,7 +60,7 @@ public enum PipelineID {
 
     /// The token index of the `j`-th token of request `seq`'s fan-out of `count`, among `total` tokens.
     @inline(__always)
-    public static func fanOutTokenIndex(seq: UInt64, count: Int, j: Int, total: Int) -> Int {
+    static func fanOutTokenIndex(seq: UInt64, count: Int, j: Int, total: Int) -> Int {
         Int((seq &* UInt64(count) &+ UInt64(j)) % UInt64(total))
     }
 

@@ -25,7 +25,7 @@ public struct PushUUID: Hashable, Sendable, CustomStringConvertible {
 
     /// A UUID derived deterministically from this one and `index` (for the n-th `{{uuid}}` of a
     /// request: the same request gives the same bytes in every encoder).
-    public func derived(_ index: Int) -> PushUUID {
+    func derived(_ index: Int) -> PushUUID {
         var s = high ^ (low &* 0x9E37_79B9_7F4A_7C15) ^ UInt64(truncatingIfNeeded: index &+ 1)
         let a = PushRandom.splitMix(&s)
         let b = PushRandom.splitMix(&s)

@@ -24,7 +24,7 @@ public struct RequestFile: Sendable {
     /// The file's name (for messages).
     public var file: String
     /// The 1-based line the body starts on (for messages about the template).
-    public var bodyLine: Int
+    var bodyLine: Int
 
     /// Parses `bytes` read from `file`; throws a ``TemplateError`` naming the line and what is wrong.
     public init(bytes: [UInt8], file: String) throws(TemplateError) {

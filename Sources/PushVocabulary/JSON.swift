@@ -50,7 +50,7 @@ public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
     public var column: Int
 
     /// Creates an error; `line`/`column` are normally filled by `JSON.position(of:in:)`.
-    public init(code: Code, offset: Int, line: Int, column: Int) {
+    init(code: Code, offset: Int, line: Int, column: Int) {
         self.code = code
         self.offset = offset
         self.line = line
@@ -64,7 +64,7 @@ public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
 /// Namespace for the allocation-free JSON entry points.
 public enum JSON {
     /// Deepest nesting accepted; deeper input is rejected rather than risking the stack.
-    public static let maxDepth = 512
+    static let maxDepth = 512
 
     /// Validates `bytes` as one complete JSON text. Allocates nothing.
     ///

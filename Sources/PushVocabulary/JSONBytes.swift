@@ -11,7 +11,7 @@ public enum JSONBytes {
     /// '\' or non-ASCII, each flagged by its high bit. A flag above a flagged byte may be spurious
     /// (a borrow), but the lowest flagged byte is always exact, which is all a scanner needs.
     @inlinable @inline(__always)
-    public static func specialBytes(_ x: UInt64) -> UInt64 {
+    static func specialBytes(_ x: UInt64) -> UInt64 {
         escapeLanes(x) | (x & 0x8080_8080_8080_8080)
     }
 
@@ -31,7 +31,7 @@ public enum JSONBytes {
     /// Length (2-4) of the well-formed multi-byte UTF-8 sequence starting at `p[i]`, or 0 when it is
     /// not one (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF, no truncation before `n`).
     @inlinable @inline(__always)
-    public static func utf8ScalarLength(_ p: UnsafePointer<UInt8>, at i: Int, count n: Int) -> Int {
+    static func utf8ScalarLength(_ p: UnsafePointer<UInt8>, at i: Int, count n: Int) -> Int {
         let c = p[i]
         var len = 0
         switch c {

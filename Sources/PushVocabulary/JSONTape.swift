@@ -133,7 +133,7 @@ public struct JSONTape: RandomAccessCollection, @unchecked Sendable {
     }
 
     /// The indices of an array's elements, or of an object's values (use ``members(of:)`` for keys).
-    public func children(of index: Int) -> [Int] {
+    func children(of index: Int) -> [Int] {
         var out: [Int] = []
         forEachChild(of: index) { out.append($0) }
         return out

@@ -114,7 +114,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// Appends `s` as a quoted, escaped JSON string.
-    public static func appendQuoted(_ s: String, to out: inout [UInt8]) {
+    static func appendQuoted(_ s: String, to out: inout [UInt8]) {
         out.append(0x22)
         var s = s
         s.withUTF8 { JSONWriting.appendEscaped(UnsafeRawBufferPointer($0), to: &out) }

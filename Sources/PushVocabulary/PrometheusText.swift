@@ -52,7 +52,7 @@ public struct PrometheusText: Sendable {
     }
 
     /// A label value with `\`, `"` and newlines escaped.
-    public static func escapeLabel(_ s: String) -> String {
+    static func escapeLabel(_ s: String) -> String {
         var o = ""
         for c in s {
             switch c {

@@ -17,7 +17,7 @@ public struct ParsedDuration: Equatable, Sendable {
     /// The duration in nanoseconds (not rounded).
     public var nanoseconds: Double
     /// A duration of `seconds`, also given as `nanoseconds`.
-    public init(seconds: Double, nanoseconds: Double) { self.seconds = seconds; self.nanoseconds = nanoseconds }
+    init(seconds: Double, nanoseconds: Double) { self.seconds = seconds; self.nanoseconds = nanoseconds }
 }
 
 /// A rate read from text: `count` per `windowSeconds`.
@@ -27,7 +27,7 @@ public struct ParsedRate: Equatable, Sendable {
     /// Per how many seconds (more than 0).
     public var windowSeconds: Double
     /// `count` per `windowSeconds`.
-    public init(count: Double, windowSeconds: Double) { self.count = count; self.windowSeconds = windowSeconds }
+    init(count: Double, windowSeconds: Double) { self.count = count; self.windowSeconds = windowSeconds }
     /// `count` per second.
     public var perSecond: Double { count / windowSeconds }
 }
@@ -63,7 +63,7 @@ public enum Quantity {
     ]
 
     /// The forms a duration may take, for error messages.
-    public static let durationForms = "a number and a unit: ns, us or µs, ms, s, m, h; several as in 1m30s"
+    static let durationForms = "a number and a unit: ns, us or µs, ms, s, m, h; several as in 1m30s"
 
     /// A non-negative duration: a number and a unit (`1.5s`, `500ms`, `250us`, `250µs`, `100ns`, `2m`,
     /// `1h`), several of them from the largest unit down (`1m30s`, `1h2m3.5s`), or `0`. A number without

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import LoadGenerator
-import PushMetrics
+@testable import LoadGenerator
+@testable import PushMetrics
 import PushbenchTestSupport
 
 /// Encoder A/B from the command line: the run folders and comparison files of `pushbench --encoder`, the

@@ -1,5 +1,5 @@
 import Foundation
-import PushMetrics
+@testable import PushMetrics
 import Testing
 
 /// `pushbench merge` on agents' folders that do not make one run: a missing, repeated or mismatched

@@ -1,5 +1,5 @@
 import Foundation
-import MockGateway
+@testable import MockGateway
 import Testing
 
 /// `pushbench run --metrics-listen`: a Prometheus scraper (Python's urllib over HTTP/1.1 and

@@ -1,5 +1,5 @@
 import Foundation
-import PushMetrics
+@testable import PushMetrics
 import Testing
 
 /// `--log FILE` and `report --slowest` on real runs against the embedded gateway: every request logged

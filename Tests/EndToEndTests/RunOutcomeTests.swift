@@ -1,5 +1,5 @@
 import Foundation
-import PushMetrics
+@testable import PushMetrics
 import Testing
 
 /// What a run tells whoever typed it: honest exit statuses, a summary that tells the story, messages

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import CAllocCounter
 @testable import LoadGenerator
-import PushMetrics
+@testable import PushMetrics
 
 /// A port that completes nothing by itself and never allocates: the test answers streams in order.
 private final class RingPort: RequestPort {
@@ -105,9 +105,9 @@ private final class RingPort: RequestPort {
     }
 }
 
-import MockGateway
-import PushPayload
-import PushTransport
+@testable import MockGateway
+@testable import PushPayload
+@testable import PushTransport
 
 @Suite struct ClientLoopbackAllocationTests {
     /// The whole client path over real sockets against the embedded gateway (its own threads): the driver,

@@ -1,5 +1,5 @@
 import CAllocCounter
-import MockGateway
+@testable import MockGateway
 @testable import PushTransport
 import Testing
 @testable import LoadGenerator

@@ -1,5 +1,5 @@
 import CAllocCounter
-import MockGateway
+@testable import MockGateway
 import PushPayload
 import PushTransport
 import Testing

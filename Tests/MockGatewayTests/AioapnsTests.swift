@@ -1,5 +1,5 @@
 import Foundation
-import MockGateway
+@testable import MockGateway
 import Testing
 
 /// aioapns, a real APNs client library, against `pushbench gateway --tls` with the credentials

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import MockGateway
+@testable import MockGateway
 
 /// h2spec's "5.1. Stream States" cases against the gateway over a real socket, with a raw-frame client
 /// (python hyperframe): DATA or HEADERS on a stream the client already closed, before or after the

@@ -1,5 +1,5 @@
 import CAllocCounter
-import PushTransport
+@testable import PushTransport
 import Testing
 @testable import MockGateway
 

@@ -3,7 +3,7 @@ import Foundation
 @testable import PushTransport
 import Testing
 @testable import MockGateway
-import PushPayload
+@testable import PushPayload
 
 @Suite(.serialized) struct LoopbackAllocationTests {
     /// Valid request → 200 over a real socket: the gateway (and the transport's client) allocate nothing on the

@@ -1,6 +1,6 @@
 import CAllocCounter
 import Foundation
-import MockGateway
+@testable import MockGateway
 @testable import PushTransport
 
 /// Output of a child process run by a test.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import MockGateway
+@testable import MockGateway
 
 /// The gateway over real sockets: the python h2 probe sees every frame, curl and h2load act as clients.
 @Suite(.serialized) struct LoopbackTests {

@@ -1,7 +1,7 @@
 import CNGHTTP2
 import CUV
 import Glibc
-import PushTransport
+@testable import PushTransport
 import Testing
 
 /// Failures and control frames end in reported events within bounded time, never a hang or a crash.

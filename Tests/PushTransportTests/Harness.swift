@@ -1,5 +1,5 @@
 import CNGHTTP2
-import PushTransport
+@testable import PushTransport
 
 /// Server delegate for tests: records requests, answers 200 echoing a digest of the body, or defers.
 final class TestServer: HTTP2ServerDelegate {

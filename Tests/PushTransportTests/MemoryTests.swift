@@ -1,7 +1,7 @@
 import CUV
 import Foundation
 import Glibc
-import PushTransport
+@testable import PushTransport
 import Testing
 
 /// 10,000 streams open at once (100 connections x 100 streams), client and server in one process:

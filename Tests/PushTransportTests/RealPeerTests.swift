@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import PushTransport
+@testable import PushTransport
 import Synchronization
 import Testing
 

@@ -1,7 +1,7 @@
 import AllocationTesting
 import Foundation
 import Testing
-import PushVocabulary
+@testable import PushVocabulary
 
 @Suite struct JSONParserTests {
     func error(_ text: String) -> JSONError? { JSON.validate(Array(text.utf8)) }

@@ -1,5 +1,5 @@
 import AllocationTesting
-import PushVocabulary
+@testable import PushVocabulary
 import Testing
 
 /// The tape's entries must describe the document exactly: rebuilt from the entries alone (kinds, byte

@@ -1,5 +1,5 @@
 import Testing
-import PushVocabulary
+@testable import PushVocabulary
 
 @Suite struct JSONWriterTests {
     @Test func writesCompactTextWithCommasInTheRightPlaces() {

@@ -1,4 +1,4 @@
-import PushVocabulary
+@testable import PushVocabulary
 import Testing
 
 @Suite struct QuantityTests {

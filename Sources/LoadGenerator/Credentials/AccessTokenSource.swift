@@ -12,7 +12,7 @@ public final class AccessTokenSource: Sendable {
     public init(token: String) { value = Mutex(token) }
 
     /// Changes each time the token is replaced.
-    @inline(__always) public var generation: UInt64 { counter.load(ordering: .acquiring) }
+    @inline(__always) var generation: UInt64 { counter.load(ordering: .acquiring) }
 
     /// The token now and its generation.
     public func current() -> (token: String, generation: UInt64) {
@@ -20,7 +20,7 @@ public final class AccessTokenSource: Sendable {
     }
 
     /// Replaces the token.
-    public func update(_ token: String) {
+    func update(_ token: String) {
         value.withLock { t in
             t = token
             counter.add(1, ordering: .releasing)

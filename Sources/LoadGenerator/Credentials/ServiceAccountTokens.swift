@@ -14,15 +14,15 @@ public struct TokenEndpoint: Sendable, Equatable {
     /// Port.
     public var port: Int
     /// `Host` header value (`host[:port]` as written in the URL).
-    public var authority: String
+    var authority: String
     /// The path (with any query) to POST to.
     public var path: String
     /// Whether the URL is https.
-    public var secure: Bool
+    var secure: Bool
     /// The host as named in the URL (the TLS server name).
     public var serverName: String
     /// The URL as written.
-    public var url: String
+    var url: String
 
     /// Parses and resolves `url`; errors name it.
     public init(url: String) throws(LoadRunError) {
@@ -58,7 +58,7 @@ public struct AccessToken: Sendable, Equatable {
     /// The token (sent as `Bearer <token>`; never written to results or logs).
     public var token: String
     /// `expires_in`, seconds.
-    public var expiresIn: Int
+    var expiresIn: Int
 }
 
 /// Fetches access tokens for a service account the way google-auth does: an RS256 assertion (aud
@@ -66,13 +66,13 @@ public struct AccessToken: Sendable, Equatable {
 /// grant to `token_uri`, over pushbench's own HTTP/1.1 client. Blocking; run it off the driver threads.
 public struct ServiceAccountTokens: Sendable {
     /// The account.
-    public let account: ServiceAccount
+    let account: ServiceAccount
     /// Its token endpoint.
-    public let endpoint: TokenEndpoint
+    let endpoint: TokenEndpoint
 
     /// How an https endpoint's certificate is checked (the system's CAs by default; `SSL_CERT_FILE`
     /// works as with any OpenSSL client).
-    public let trust: TLSTrust
+    let trust: TLSTrust
 
     /// Tokens for `account` from `endpoint` (its `token_uri`, resolved).
     public init(account: ServiceAccount, endpoint: TokenEndpoint, trust: TLSTrust = .system) {
@@ -196,7 +196,7 @@ public final class AccessTokenRefresher: Sendable {
     private let done = Atomic<Bool>(false)
     private let dueNanos: Atomic<UInt64>
     /// Tokens fetched so far (the first, before the run, included) and failed attempts.
-    public let fetches = Atomic<Int>(1), failures = Atomic<Int>(0)
+    let fetches = Atomic<Int>(1), failures = Atomic<Int>(0)
 
     /// A refresher for `source`, whose token (`first`) was fetched at `fetchedAt` (monotonic ns).
     public init(tokens: ServiceAccountTokens, source: AccessTokenSource, first: AccessToken, fetchedAt: UInt64) {
@@ -206,7 +206,7 @@ public final class AccessTokenRefresher: Sendable {
     }
 
     /// When to refresh a token that lives `expiresIn` seconds, in ns after it was fetched.
-    public static func refreshAfter(_ expiresIn: Int) -> UInt64 {
+    static func refreshAfter(_ expiresIn: Int) -> UInt64 {
         let seconds = expiresIn > 600 ? expiresIn - 300 : max(1, expiresIn / 2)
         return UInt64(seconds) * 1_000_000_000
     }

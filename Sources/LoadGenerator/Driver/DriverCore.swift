@@ -23,7 +23,7 @@ public protocol RequestPort: AnyObject {
 
 /// Which part of the run a request belongs to: warm-up requests are counted apart and stay out of the
 /// measured histograms.
-public enum Phase: Int, Sendable {
+enum Phase: Int, Sendable {
     /// Sent during `--warmup`.
     case warmup = 0
     /// Sent during the measured part.
@@ -48,7 +48,7 @@ public struct DriverPlan: Sendable, Equatable {
     public var retries: Int = 0
     /// How long the run waits, after the schedule ends, for the backlog to be sent and the requests in
     /// flight to be answered (a stop waits at most ``stopDrainNs`` of it).
-    public var drainTimeoutNs: UInt64 = 5_000_000_000
+    var drainTimeoutNs: UInt64 = 5_000_000_000
     /// Most requests in flight at once on this thread (connections × streams): sizes the slot table.
     public var capacity: Int
     /// The measured phase's schedule when the rate changes over time (`--stages`, `--rps A..B`,
@@ -89,7 +89,7 @@ public struct DriverPlan: Sendable, Equatable {
     }
 
     /// The longest a stopped run (Ctrl-C, a lost target, every token gone) waits for its answers.
-    public static let stopDrainNs: UInt64 = 1_000_000_000
+    static let stopDrainNs: UInt64 = 1_000_000_000
 
     /// Global requests in the warm-up (open loop): those due before t0 + warmup.
     var warmupRequests: Int64 {
@@ -114,7 +114,7 @@ public struct DriverPlan: Sendable, Equatable {
 }
 
 /// What the runtime does after a housekeeping ``DriverCore/tick()``.
-public enum TickAction: Sendable, Equatable {
+enum TickAction: Sendable, Equatable {
     /// Go on pumping.
     case run
     /// The schedule has ended (returned once): stop the pacing timer; responses and resends still pump.
@@ -140,7 +140,7 @@ public final class DriverCore {
     /// The plan.
     public let plan: DriverPlan
     /// The recorder (counts, histograms, timeline).
-    public let recorder: Recorder
+    let recorder: Recorder
     private let clock: any NanoClock
     private unowned(unsafe) var port: (any RequestPort)?
 
@@ -152,9 +152,9 @@ public final class DriverCore {
     /// Whether new requests are still being generated (false after the schedule ends or ``stop()``).
     public private(set) var generating = false
     /// Whether ``stop()`` was called (interrupted or target lost).
-    public private(set) var stopped = false
+    private(set) var stopped = false
     /// When the run ends at the latest (0: not draining yet).
-    public private(set) var drainDeadlineNs: UInt64 = 0
+    private(set) var drainDeadlineNs: UInt64 = 0
     /// Peaks and counts of this thread's sending (its connection counters are the pool's).
     public private(set) var stats = DriverStats()
 
@@ -193,7 +193,7 @@ public final class DriverCore {
         return b
     }
     /// Time of the last measured send.
-    public private(set) var lastMeasuredSendNs: UInt64 = 0
+    private(set) var lastMeasuredSendNs: UInt64 = 0
     /// The first request this thread sent: its intended time and when it went out (0, 0 before one did).
     /// With a start time shared by several agents, how late the agent joined the global schedule.
     public private(set) var firstSend: (intended: UInt64, sent: UInt64) = (0, 0)
@@ -373,13 +373,13 @@ public final class DriverCore {
 
     /// Records the response of the request in `slot`: latency from its intended time, service time from
     /// its send; frees the slot. Call ``pump()`` afterwards.
-    public func responded(slot: Int32, status: Int, reason: Int) {
+    func responded(slot: Int32, status: Int, reason: Int) {
         responded(slot: slot, status: status, reason: reason, at: clock.now())
     }
 
     /// ``responded(slot:status:reason:)`` with the time the response arrived (monotonic ns, the same clock),
     /// as the transport stamped it when it read the bytes.
-    public func responded(slot: Int32, status: Int, reason: Int, at now: UInt64, detail: ResponseDetail = ResponseDetail()) {
+    func responded(slot: Int32, status: Int, reason: Int, at now: UInt64, detail: ResponseDetail = ResponseDetail()) {
         let r = slots[Int(slot)]
         if let answers { answers.push(FrontDoorAnswer(index: r.sequence, status: UInt16(clamping: status), answeredAt: now)) }
         if let requestLog, logFilter.keeps(sequence: r.sequence, latencyNs: now > r.intended ? now - r.intended : 0) {
@@ -404,7 +404,7 @@ public final class DriverCore {
     /// `--retry`: the server says it did not process it, and a client resends such a request on a new
     /// connection as a matter of course (a GOAWAY is how a server retires a connection), so a run
     /// against a gateway that sends GOAWAY every N streams counts no error for it.
-    public func failed(slot: Int32, cause: TransportErrorCause) {
+    func failed(slot: Int32, cause: TransportErrorCause) {
         var r = slots[Int(slot)]
         let allowed = plan.retries + (cause == .goAway ? Self.goAwayResends : 0)
         if cause.isRetryable && Int(r.attempt) < allowed && !stopped {
@@ -432,7 +432,7 @@ public final class DriverCore {
     /// in flight get `plan.drainTimeoutNs`; after ``stop()`` at most ``DriverPlan/stopDrainNs`` of it;
     /// an open loop still sending its backlog that long after its last intended time ends there (a
     /// 10 s run against an overloaded target stays near 10 s plus the drain).
-    public func tick() -> TickAction {
+    func tick() -> TickAction {
         let now = clock.now()
         recorder.tick(at: now, inFlight: inFlight, backlog: backlog)
         if generating && pacerStorage == nil && (now >= endNs || closedMeasured >= closedLimit) { generating = false }

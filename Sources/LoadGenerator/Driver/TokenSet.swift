@@ -16,14 +16,14 @@ public struct TokenSet: Sendable, Equatable {
     private var words: [UInt64]
 
     /// An empty set for indexes `0..<capacity`.
-    public init(capacity: Int) {
+    init(capacity: Int) {
         precondition(capacity >= 0)
         self.capacity = capacity
         words = Array(repeating: 0, count: (capacity + 63) / 64)
     }
 
     /// Whether every index is in the set.
-    public var isFull: Bool { count == capacity }
+    var isFull: Bool { count == capacity }
 
     /// Whether `index` is in the set.
     @inline(__always)
@@ -45,7 +45,7 @@ public struct TokenSet: Sendable, Equatable {
     /// The first index at or after `index`, wrapping past the end, that is not in the set. The set must
     /// not be full.
     @inline(__always)
-    public func nextAbsent(from index: Int) -> Int {
+    func nextAbsent(from index: Int) -> Int {
         precondition(!isFull, "every token is in the set")
         var word = index >> 6
         // Absent bits of the first word at or above `index`'s bit.
@@ -66,7 +66,7 @@ public struct TokenSet: Sendable, Equatable {
     }
 
     /// Adds every member of `other`. An empty set of capacity 0 (pruning off) takes `other` whole.
-    public mutating func formUnion(_ other: TokenSet) {
+    mutating func formUnion(_ other: TokenSet) {
         if capacity == 0 { self = other; return }
         if other.capacity == 0 { return }
         precondition(capacity == other.capacity, "token sets over \(capacity) and \(other.capacity) tokens")

@@ -14,7 +14,7 @@ public final class MonotonicClock: NanoClock, Sendable {
     /// The shared instance.
     public static let shared = MonotonicClock()
     /// Creates the clock.
-    public init() {}
+    init() {}
     /// CLOCK_MONOTONIC now, in nanoseconds.
     @inline(__always) public func now() -> UInt64 { MonotonicClock.nanoseconds() }
     /// CLOCK_MONOTONIC now, in nanoseconds, without an instance.
@@ -28,13 +28,13 @@ public final class MonotonicClock: NanoClock, Sendable {
 /// A clock that moves only when told to: for tests of the pacer and the driver.
 final class ManualClock: NanoClock {
     /// The current time in nanoseconds.
-    public var time: UInt64
+    var time: UInt64
     /// Creates a clock reading `time`.
-    public init(_ time: UInt64 = 1_000_000_000) { self.time = time }
+    init(_ time: UInt64 = 1_000_000_000) { self.time = time }
     /// The current time.
     public func now() -> UInt64 { time }
     /// Moves the clock forward by `ns`.
-    public func advance(_ ns: UInt64) { time += ns }
+    func advance(_ ns: UInt64) { time += ns }
 }
 
 /// CLOCK_REALTIME in nanoseconds since the Unix epoch: the wall clock a start time (`--start-at`) and
@@ -48,7 +48,7 @@ public enum WallClock {
     }
 
     /// The monotonic reading that corresponds to the wall-clock instant `unixNs` (which may be in the past).
-    public static func monotonic(atUnixNanoseconds unixNs: Int64) -> UInt64 {
+    static func monotonic(atUnixNanoseconds unixNs: Int64) -> UInt64 {
         let mono = Int64(MonotonicClock.nanoseconds())
         let wall = unixNanoseconds()
         return UInt64(Swift.max(1, mono + (unixNs - wall)))

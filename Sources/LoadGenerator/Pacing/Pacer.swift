@@ -27,7 +27,7 @@ public struct Pacer: Sendable, Equatable {
     public let thread: UInt64
 
     /// A pacer starting at `start` (ns) for thread `thread` of `threads` sharing `rate` requests/s.
-    public init(start: UInt64, rate: Int, threads: Int = 1, thread: Int = 0) {
+    init(start: UInt64, rate: Int, threads: Int = 1, thread: Int = 0) {
         precondition(rate > 0 && threads > 0 && thread >= 0 && thread < threads)
         self.start = start
         self.rate = UInt64(rate)
@@ -37,7 +37,7 @@ public struct Pacer: Sendable, Equatable {
     }
 
     /// A pacer starting at `start` (ns) for stripe `thread` of `threads` sharing `schedule`.
-    public init(start: UInt64, schedule: RateSchedule, threads: Int = 1, thread: Int = 0) {
+    init(start: UInt64, schedule: RateSchedule, threads: Int = 1, thread: Int = 0) {
         precondition(threads > 0 && thread >= 0 && thread < threads)
         self.start = start
         rate = 0
@@ -47,7 +47,7 @@ public struct Pacer: Sendable, Equatable {
     }
 
     /// The global sequence number of this thread's `local`-th request.
-    @inline(__always) public func global(local: Int64) -> Int64 {
+    @inline(__always) func global(local: Int64) -> Int64 {
         local &* Int64(threads) &+ Int64(thread)
     }
 
@@ -67,7 +67,7 @@ public struct Pacer: Sendable, Equatable {
     }
 
     /// How many of this thread's requests are due at `now` (their intended time is ≤ now).
-    @inline(__always) public func dueCount(at now: UInt64) -> Int64 {
+    @inline(__always) func dueCount(at now: UInt64) -> Int64 {
         guard now >= start else { return 0 }
         if let schedule { return share(of: schedule.dueCount(atOffset: now - start)) }
         // floor(g*1e9/rate) <= e  <=>  g*1e9 < (e+1)*rate  <=>  g <= ((e+1)*rate - 1) / 1e9
@@ -81,7 +81,7 @@ public struct Pacer: Sendable, Equatable {
     }
 
     /// This stripe's part of the first `count` global requests: the g < count with g ≡ thread (mod threads).
-    @inline(__always) public func share(of count: Int64) -> Int64 {
+    @inline(__always) func share(of count: Int64) -> Int64 {
         count > Int64(thread) ? (count - Int64(thread) - 1) / Int64(threads) + 1 : 0
     }
 }

@@ -30,22 +30,22 @@ public struct RateSchedule: Sendable, Equatable {
         public var to: Int
 
         /// A stage; see the properties.
-        public init(durationNs: UInt64, from: Int, to: Int) {
+        init(durationNs: UInt64, from: Int, to: Int) {
             self.durationNs = durationNs
             self.from = from
             self.to = to
         }
 
         /// A stage `seconds` long.
-        public init(seconds: Double, from: Int, to: Int) {
+        init(seconds: Double, from: Int, to: Int) {
             self.init(durationNs: UInt64((seconds * 1e9).rounded()), from: from, to: to)
         }
     }
 
     /// The highest rate a schedule may name (the bound of `--rps`).
-    public static let maxRate = 10_000_000
+    static let maxRate = 10_000_000
     /// The longest a stage may be: within it, every intermediate stays inside 128 bits.
-    public static let maxStageNs: UInt64 = 100 * 3_600 * 1_000_000_000
+    static let maxStageNs: UInt64 = 100 * 3_600 * 1_000_000_000
 
     /// The stages in order.
     public let stages: [Stage]
@@ -79,7 +79,7 @@ public struct RateSchedule: Sendable, Equatable {
     }
 
     /// A constant `rate` for `durationNs`.
-    public static func constant(rate: Int, durationNs: UInt64) -> RateSchedule {
+    static func constant(rate: Int, durationNs: UInt64) -> RateSchedule {
         RateSchedule(stages: [Stage(durationNs: durationNs, from: rate, to: rate)])
     }
 
@@ -93,10 +93,10 @@ public struct RateSchedule: Sendable, Equatable {
     /// The highest rate anywhere in the schedule.
     public var peakRate: Int { stages.map { Swift.max($0.from, $0.to) }.max() ?? 0 }
     /// Whether the rate never changes (one rate throughout).
-    public var isConstant: Bool { stages.allSatisfy { $0.from == stages[0].from && $0.to == stages[0].from } }
+    var isConstant: Bool { stages.allSatisfy { $0.from == stages[0].from && $0.to == stages[0].from } }
 
     /// This schedule after a stage of `durationNs` at a constant `rate` (the warm-up before it).
-    public func prepending(rate: Int, durationNs: UInt64) -> RateSchedule {
+    func prepending(rate: Int, durationNs: UInt64) -> RateSchedule {
         guard durationNs > 0 else { return self }
         return RateSchedule(stages: [Stage(durationNs: durationNs, from: rate, to: rate)] + stages)
     }
@@ -111,7 +111,7 @@ public struct RateSchedule: Sendable, Equatable {
 
     /// Intended time of request `g` (0 ≤ g < ``totalRequests``), in ns after t0.
     @inline(__always)
-    public func offset(ofRequest g: Int64) -> UInt64 {
+    func offset(ofRequest g: Int64) -> UInt64 {
         let target = Int128(g) * Self.unitsPerRequest
         let i = stage(containingUnits: target)
         let s = stages[i]
@@ -161,7 +161,7 @@ public struct RateSchedule: Sendable, Equatable {
 
     /// How many requests are due at `offset` ns after t0: those whose intended time is ≤ offset.
     @inline(__always)
-    public func dueCount(atOffset offset: UInt64) -> Int64 {
+    func dueCount(atOffset offset: UInt64) -> Int64 {
         let x = offset &+ 1   // T(g) ≤ offset ⟺ τ*(g) < offset + 1
         guard x < durationNs, let i = stage(containingOffset: x) else { return totalRequests }
         let s = stages[i]
@@ -183,7 +183,7 @@ public struct RateSchedule: Sendable, Equatable {
     }
 
     /// Requests intended in [`from`, `to`) ns after t0 (the target of a timeline second).
-    public func intendedCount(fromOffset from: UInt64, toOffset to: UInt64) -> Int64 {
+    func intendedCount(fromOffset from: UInt64, toOffset to: UInt64) -> Int64 {
         guard to > from else { return 0 }
         return count(before: to) - count(before: from)
     }

@@ -5,11 +5,11 @@ import PushTransport
 /// method, the path and the header fields of the request file (`--request`).
 public struct FrontDoorRequest: Sendable {
     /// The method, e.g. `POST`.
-    public var method: String
+    var method: String
     /// The path and query.
     public var path: String
     /// Header fields sent as written (HTTP/2 sends the names in lower case).
-    public var headers: [(name: String, value: String)]
+    var headers: [(name: String, value: String)]
 
     /// A front-door request.
     public init(method: String, path: String, headers: [(name: String, value: String)]) {
@@ -42,16 +42,16 @@ struct FrontDoorRequestBuilder: RequestBuilder {
 
 /// One front-door answer, as a driver thread reports it to a pipeline run: the request's global index,
 /// the status and when the answer arrived.
-public struct FrontDoorAnswer: Sendable, Equatable {
+struct FrontDoorAnswer: Sendable, Equatable {
     /// Global request index.
-    public var index: Int64
+    var index: Int64
     /// HTTP status.
-    public var status: UInt16
+    var status: UInt16
     /// When the answer arrived (monotonic ns).
-    public var answeredAt: UInt64
+    var answeredAt: UInt64
 
     /// An answer; see the properties.
-    public init(index: Int64, status: UInt16, answeredAt: UInt64) {
+    init(index: Int64, status: UInt16, answeredAt: UInt64) {
         self.index = index
         self.status = status
         self.answeredAt = answeredAt
@@ -88,7 +88,7 @@ public final class PipelineTap: @unchecked Sendable {
 
     /// Hands every answer reported so far to `body` (one consumer thread); returns how many.
     @discardableResult
-    public func drain(_ body: (FrontDoorAnswer) -> Void) -> Int {
+    func drain(_ body: (FrontDoorAnswer) -> Void) -> Int {
         answers.reduce(0) { $0 + $1.drain(body) }
     }
 }

@@ -137,7 +137,7 @@ public final class PipelineLedger {
     /// (earlier ones are the warm-up: matched and counted, not in the histogram).
     /// `indexLimit` is the number of requests the run can send: a push naming an index past it names no
     /// request of the run (and must not close the record of one that does).
-    public init(fanOut: Int, capacity: Int, measuredFrom: UInt64, firstMeasured: Int64, indexLimit: Int64 = Int64.max,
+    init(fanOut: Int, capacity: Int, measuredFrom: UInt64, firstMeasured: Int64, indexLimit: Int64 = Int64.max,
                 intended: @escaping (Int64) -> UInt64) {
         self.indexLimit = indexLimit
         self.fanOut = max(1, fanOut)
@@ -189,7 +189,7 @@ public final class PipelineLedger {
     }
 
     /// The front door answered request `answer.index`.
-    public func take(_ answer: FrontDoorAnswer) {
+    func take(_ answer: FrontDoorAnswer) {
         advance(to: answer.answeredAt)
         if answer.answeredAt >= measuredFrom { current.frontDoor += 1 }
         guard let r = record(answer.index) else { return }
@@ -217,7 +217,7 @@ public final class PipelineLedger {
 
     /// The gateway saw a push; returns what it turned out to be.
     @discardableResult
-    public func take(_ push: PushArrival) -> Verdict {
+    func take(_ push: PushArrival) -> Verdict {
         advance(to: push.arrivedAt)
         let inSecond: Int64 = push.arrivedAt >= measuredFrom ? 1 : 0
         let b = push.index >= 0 ? book(push.index) : 1
@@ -280,7 +280,7 @@ public final class PipelineLedger {
     }
 
     /// The closed seconds so far, handed over and forgotten.
-    public func takeSeconds() -> [Second] {
+    func takeSeconds() -> [Second] {
         defer { seconds.removeAll(keepingCapacity: true) }
         return seconds
     }

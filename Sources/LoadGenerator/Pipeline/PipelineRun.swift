@@ -10,7 +10,7 @@ import PushTransport
 /// ``poll(t0:)`` while the load runs and ``drain(deadline:shouldStop:)`` after it, then ``finish()``.
 public final class PipelineRun {
     /// The driver threads' side.
-    public let tap: PipelineTap
+    let tap: PipelineTap
     /// The gateway's side: hands every push queued so far to its argument.
     private let arrivalsSource: ((PushArrival) -> Void) -> Void
     /// Pushes the gateway's side could not queue.

@@ -15,7 +15,7 @@ public final class RemoteEgress: @unchecked Sendable {
     /// The ids' prefix the gateway matches, which the run's requests must carry.
     public let prefix: [UInt8]
     /// The gateway's URL, as given.
-    public let url: String
+    let url: String
     private let endpoint: TokenEndpoint
     private let tls: TLSClientContext?
     private let lock = Mutex<Void>(())

@@ -23,7 +23,7 @@ public struct ConnectionStats: Sendable, Equatable {
     public var truncatedBodies = 0
 
     /// No connections yet.
-    public init() {}
+    init() {}
 
     /// Adds `other`'s counts; the lowest peer stream limit of both.
     public mutating func merge(_ other: ConnectionStats) {
@@ -61,10 +61,10 @@ public struct TLSHandshakes: Sendable, Equatable {
     public var nanoseconds: [UInt64] = []
 
     /// Durations kept (a run reconnecting for hours keeps the first ones; `count` counts them all).
-    public static let maxSamples = 100_000
+    static let maxSamples = 100_000
 
     /// The first handshake.
-    public init(version: String, cipher: String, alpn: String?, serverName: String?, verified: Bool) {
+    init(version: String, cipher: String, alpn: String?, serverName: String?, verified: Bool) {
         self.version = version
         self.cipher = cipher
         self.alpn = alpn
@@ -85,7 +85,7 @@ public struct TLSHandshakes: Sendable, Equatable {
     }
 
     /// One line for the progress display, e.g. `TLSv1.3 h2`.
-    public var brief: String { version + " " + (alpn ?? "no ALPN") }
+    var brief: String { version + " " + (alpn ?? "no ALPN") }
 }
 
 /// What driver threads measured of their own sending, beside the counts and histograms of the
@@ -110,7 +110,7 @@ public struct DriverStats: Sendable, Equatable {
     public var providerTokenRefreshes = 0
 
     /// Nothing measured yet.
-    public init() {}
+    init() {}
 
     /// Adds `other`: counts add up, the deepest backlog is the deeper one, pruned tokens are united.
     /// `concurrent` says whether both ran at the same time (two threads of a run: their in-flight peaks

@@ -2,7 +2,7 @@
 /// message id, the part of the answer's `"name": "projects/P/messages/ID"` after `/messages/` (the
 /// project is the run's own on every line). Stored inline, up to ``capacity`` bytes, so a
 /// ``RequestLogRecord`` carrying it stays a plain value the driver thread queues without allocating.
-public struct LoggedPushID: Sendable, Equatable {
+struct LoggedPushID: Sendable, Equatable {
     private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
     private var length: UInt8 = 0
     /// The most bytes kept; a longer id is cut there (FCM's are about 35).

@@ -4,21 +4,21 @@ import PushVocabulary
 /// so a response's reason is counted by index, with no String made per response.
 enum Reasons {
     /// Index 0 is "no reason" (a success, or an error body without one); the last index is "Other".
-    public static let names: [String] = [""] + APNsReason.allCases.map(\.rawValue)
+    static let names: [String] = [""] + APNsReason.allCases.map(\.rawValue)
         + FCMErrorCode.allCases.map(\.rawValue) + FCMErrorCode.otherNames + ["Other"]
     /// Number of reason slots.
     public static var count: Int { names.count }
     /// Index of "Other": a reason not in the table.
-    public static var other: Int { names.count - 1 }
+    static var other: Int { names.count - 1 }
     /// Index of "PayloadTooLarge" (counted locally for oversize payloads that are not sent).
-    public static let payloadTooLarge = index(of: APNsReason.payloadTooLarge)
+    static let payloadTooLarge = index(of: APNsReason.payloadTooLarge)
 
     /// Index of APNs "Unregistered" (410: the token is no longer valid).
-    public static let unregistered = index(of: APNsReason.unregistered)
+    static let unregistered = index(of: APNsReason.unregistered)
     /// Index of APNs "ExpiredToken" (410).
-    public static let expiredToken = index(of: APNsReason.expiredToken)
+    static let expiredToken = index(of: APNsReason.expiredToken)
     /// Index of FCM "UNREGISTERED" (404).
-    public static let fcmUnregistered = index(of: FCMErrorCode.unregistered)
+    static let fcmUnregistered = index(of: FCMErrorCode.unregistered)
 
     /// The index of an APNs reason.
     public static func index(of reason: APNsReason) -> Int { 1 + Int(reason.code) }
@@ -31,7 +31,7 @@ enum Reasons {
     /// Whether an answer says the device token is gone, so a provider should stop sending to it:
     /// APNs 410 Unregistered/ExpiredToken, FCM 404 UNREGISTERED.
     @inline(__always)
-    public static func meansTokenGone(status: Int, reason: Int) -> Bool {
+    static func meansTokenGone(status: Int, reason: Int) -> Bool {
         (status == 410 && (reason == unregistered || reason == expiredToken)) || (status == 404 && reason == fcmUnregistered)
     }
 

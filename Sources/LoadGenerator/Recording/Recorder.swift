@@ -15,11 +15,11 @@ public final class LiveCounters: Sendable {
     /// Backlog depth at the last tick.
     public let backlog = Atomic<Int>(0)
     /// Corrected latency of the last whole second, µs: p50 and p99 (0 when nothing completed).
-    public let lastP50 = Atomic<Int>(0)
+    let lastP50 = Atomic<Int>(0)
     /// See ``lastP50``.
-    public let lastP99 = Atomic<Int>(0)
+    let lastP99 = Atomic<Int>(0)
     /// Responses in the last whole second (0: its percentiles mean nothing).
-    public let lastCount = Atomic<Int>(0)
+    let lastCount = Atomic<Int>(0)
     /// Whole seconds finished (bumped after lastP50/lastP99 are stored).
     public let seconds = Atomic<Int>(0)
     /// Connections connected now (stored by the driver thread's housekeeping, a few times a second).
@@ -30,7 +30,7 @@ public final class LiveCounters: Sendable {
     /// that idle time (ns since the loop started); taken together, so a reader gets a matching pair.
     public let idle = Mutex<(sampledAt: Int, idle: Int)>((0, 0))
     /// Creates zeroed counters.
-    public init() {}
+    @usableFromInline init() {}
 }
 
 /// The seconds one driver thread closed, handed to the main thread as they close (once a second, off
@@ -53,7 +53,7 @@ public final class IntervalOutbox: Sendable {
     public let failures = SecondFailures()
 
     /// An empty outbox with one spare pair of latency histograms.
-    public init() {
+    @usableFromInline init() {
         var s = State()
         s.closed.reserveCapacity(4)
         s.spares.reserveCapacity(2)
@@ -81,7 +81,7 @@ public final class IntervalOutbox: Sendable {
     /// The seconds closed since the last call, in order, and whether the thread will close no more
     /// (true only once every second it closed has been taken). Encodes their histograms on the
     /// calling thread.
-    public func take() -> (intervals: [TimelineInterval], ended: Bool) {
+    func take() -> (intervals: [TimelineInterval], ended: Bool) {
         let (closed, ended) = state.withLock { s in
             let out = s.closed
             s.closed.removeAll(keepingCapacity: true)
@@ -119,7 +119,7 @@ private struct ClosedSecond {
 /// live figures of the progress line count every response, in seconds from t0 (warm-up included).
 public final class Recorder {
     /// Counts by phase (index ``Phase/rawValue``), changed in place: never copied on the hot path.
-    public var tallies: [Tally] = [Tally(), Tally()]
+    var tallies: [Tally] = [Tally(), Tally()]
     /// Warm-up counts.
     public var warmup: Tally { tallies[Phase.warmup.rawValue] }
     /// Measured counts.
@@ -129,9 +129,9 @@ public final class Recorder {
     /// Service time (from actual send), µs, measured phase only.
     public let serviceTime = HdrHistogram.latencyMicroseconds()
     /// Per-second records of the measured phase, in order, waiting for the main thread.
-    public let outbox: IntervalOutbox
+    let outbox: IntervalOutbox
     /// Live figures for the progress display.
-    public let live: LiveCounters
+    let live: LiveCounters
 
     // Timeline second being filled (measured requests only).
     private let intervalLatency = HdrHistogram.latencyMicroseconds()

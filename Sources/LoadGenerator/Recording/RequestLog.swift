@@ -8,34 +8,34 @@ import Glibc
 
 /// One request's record in the `--log` file, as the driver thread hands it over: plain numbers, no
 /// reference, so queuing it copies a few words and allocates nothing.
-public struct RequestLogRecord: Sendable, Equatable {
+struct RequestLogRecord: Sendable, Equatable {
     /// Global sequence number.
-    public var sequence: Int64
+    var sequence: Int64
     /// Intended, actual send and answer (or failure) times, monotonic ns.
-    public var intended: UInt64, sent: UInt64, answered: UInt64
+    var intended: UInt64, sent: UInt64, answered: UInt64
     /// The token's index in the run's token list.
-    public var tokenIndex: Int32
+    var tokenIndex: Int32
     /// The connection (numbered per driver thread from 1 in the order opened; 0 when unknown) and the
     /// HTTP/2 stream id (0 over HTTP/1.1 or when unknown).
-    public var connection: Int32, stream: Int32
+    var connection: Int32, stream: Int32
     /// Body bytes sent and received.
-    public var requestBytes: Int32, responseBytes: Int32
+    var requestBytes: Int32, responseBytes: Int32
     /// HTTP status, 0 for a transport error.
-    public var status: UInt16
+    var status: UInt16
     /// The reason's index in ``Reasons/names`` for a response, or the ``TransportErrorCause`` raw value
     /// for a transport error.
-    public var reason: UInt16
+    var reason: UInt16
     /// The driver thread.
-    public var thread: UInt8
+    var thread: UInt8
     /// Resends before this attempt.
-    public var attempt: UInt8
+    var attempt: UInt8
     /// ``Phase`` raw value.
-    public var phase: UInt8
+    var phase: UInt8
     /// The FCM message id the answer named (empty for APNs, whose apns-id the writer makes from `sequence`).
-    public var pushID: LoggedPushID
+    var pushID: LoggedPushID
 
     /// A record; see the properties.
-    public init(sequence: Int64, intended: UInt64, sent: UInt64, answered: UInt64, tokenIndex: Int32 = 0, connection: Int32 = 0,
+    init(sequence: Int64, intended: UInt64, sent: UInt64, answered: UInt64, tokenIndex: Int32 = 0, connection: Int32 = 0,
                 stream: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0, status: UInt16, reason: UInt16 = 0,
                 thread: UInt8 = 0, attempt: UInt8 = 0, phase: UInt8 = 1, pushID: LoggedPushID = LoggedPushID()) {
         self.sequence = sequence
@@ -58,14 +58,14 @@ public struct RequestLogRecord: Sendable, Equatable {
 
 /// What the transport knows of an answered request that the driver core does not: where it went and
 /// its sizes. Handed to ``DriverCore/responded(slot:status:reason:at:detail:)`` when a log is kept.
-public struct ResponseDetail: Sendable {
+struct ResponseDetail: Sendable {
     /// See ``RequestLogRecord``.
-    public var connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0
+    var connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0
     /// See ``RequestLogRecord/pushID``.
-    public var pushID = LoggedPushID()
+    var pushID = LoggedPushID()
 
     /// A detail; see the properties.
-    public init(connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0,
+    init(connection: Int32 = 0, stream: Int32 = 0, tokenIndex: Int32 = 0, requestBytes: Int32 = 0, responseBytes: Int32 = 0,
                 pushID: LoggedPushID = LoggedPushID()) {
         self.connection = connection
         self.stream = stream
@@ -80,9 +80,9 @@ public struct ResponseDetail: Sendable {
 /// on the corrected latency (`--log-slower-than`).
 public struct RequestLogFilter: Sendable, Equatable {
     /// Sequence numbers whose hash is below this are kept (UInt64.max: all).
-    public var sampleBelow: UInt64
+    var sampleBelow: UInt64
     /// Requests answered faster than this (ns from the intended time) are left out.
-    public var slowerThanNs: UInt64
+    var slowerThanNs: UInt64
 
     /// A filter keeping `fraction` of the requests (0...1) that took `slowerThanNs` or more.
     public init(fraction: Double = 1, slowerThanNs: UInt64 = 0) {
@@ -92,7 +92,7 @@ public struct RequestLogFilter: Sendable, Equatable {
 
     /// Whether request `sequence` with corrected latency `latencyNs` is logged.
     @inline(__always)
-    public func keeps(sequence: Int64, latencyNs: UInt64) -> Bool {
+    func keeps(sequence: Int64, latencyNs: UInt64) -> Bool {
         if latencyNs < slowerThanNs { return false }
         if sampleBelow == .max { return true }
         // splitmix64: a sample spread evenly over the sequence, the same for every run and agent.
@@ -114,7 +114,7 @@ public final class RequestLog: @unchecked Sendable {
     /// The file as given.
     public let path: String
     /// One ring per driver thread.
-    public let rings: [SPSCRing<RequestLogRecord>]
+    let rings: [SPSCRing<RequestLogRecord>]
     /// Which requests are logged.
     public let filter: RequestLogFilter
     /// A pipeline run's pushes (nil outside a pipeline run).

@@ -54,7 +54,7 @@ public enum TransportErrorCause: Int, Sendable, CaseIterable {
     /// Whether `--retry` resends a request cut off this way: only when the server cannot have acted on
     /// it (REFUSED_STREAM, above a GOAWAY's last stream) or the connection was lost, as the option says.
     /// A reset such as INTERNAL_ERROR means the server may have acted: resending could push twice.
-    public var isRetryable: Bool { self == .refused || self == .goAway || self == .connectionLost }
+    var isRetryable: Bool { self == .refused || self == .goAway || self == .connectionLost }
 
     /// The cause's name in results (snake case).
     public var name: String {
@@ -117,7 +117,7 @@ public struct Tally: Sendable, Equatable {
     public var byReason: [Int] = Array(repeating: 0, count: Reasons.count)
 
     /// Zero counts.
-    public init() {}
+    init() {}
 
     /// Adds `other`'s counts into this one.
     public mutating func merge(_ other: Tally) {

@@ -25,7 +25,7 @@ public struct CapacityObjective: Sendable, Equatable, CustomStringConvertible {
 
     /// The objective every search has unless the user sets the error rate: a step where more than 1% of
     /// requests failed has not held, however fast the failures came back.
-    public static let defaultErrorRate = CapacityObjective(metric: .errorRate, limit: 0.01, description: "error_rate<1%")
+    static let defaultErrorRate = CapacityObjective(metric: .errorRate, limit: 0.01, description: "error_rate<1%")
 }
 
 /// What one step of a capacity search measured: a full measured run at a constant rate.
@@ -48,9 +48,9 @@ public struct CapacityStep: Sendable, Equatable {
     public var senderLimit: String?
     /// Why the rate was not kept (every stream busy, the answers slower than the rate, or the sender
     /// sending too few), or nil when it was kept.
-    public var rateNotKept: String?
+    var rateNotKept: String?
     /// Whether ``rateNotKept`` is the sender's doing (streams were free but too few requests went out).
-    public var rateNotKeptBySender: Bool
+    var rateNotKeptBySender: Bool
     /// Why the machine itself may have shaped this step (the host took CPU time from it: steal), or nil.
     /// Like ``senderLimit`` it decides only a step that missed a latency objective: that step is run
     /// again, because its latency was partly the host's (see ``CapacityStep/machineLimit(stealSeconds:elapsedSeconds:)``).
@@ -150,7 +150,7 @@ public struct CapacitySearch: Sendable {
     /// Every step must meet all of these.
     public let objectives: [CapacityObjective]
     /// The most steps a search runs (a guard against a curve noisy enough to keep it bisecting).
-    public let maxSteps: Int
+    let maxSteps: Int
     /// Each step and its verdict, in the order run.
     public private(set) var steps: [(step: CapacityStep, verdict: CapacityVerdict)] = []
 
@@ -164,7 +164,7 @@ public struct CapacitySearch: Sendable {
     private var machineRerunsUsed: [Int: Int] = [:]
 
     /// How many times one rate is run again after the machine (steal) spoiled its latency.
-    public static let machineReruns = 2
+    static let machineReruns = 2
 
     /// A search from `min` to `max` requests per second; `resolution` as a fraction (0.02 is 2%).
     public init(min: Int, max: Int, resolution: Double = 0.02, objectives: [CapacityObjective], maxSteps: Int = 40) {

@@ -18,7 +18,7 @@ public struct ComparisonRound: Sendable, Equatable {
     /// Index of the round's variant in the list given.
     public var variant: Int
     /// The variant's own round number (0-based).
-    public var pass: Int
+    var pass: Int
     /// Measured time of the round in ns (ignored when `requests` is set).
     public var durationNs: UInt64
     /// Measured requests of the round (`--requests`), nil for a duration.
@@ -27,7 +27,7 @@ public struct ComparisonRound: Sendable, Equatable {
     public var warmupNs: UInt64
 
     /// Creates a round.
-    public init(index: Int, variant: Int, pass: Int, durationNs: UInt64, requests: Int? = nil, warmupNs: UInt64 = 0) {
+    init(index: Int, variant: Int, pass: Int, durationNs: UInt64, requests: Int? = nil, warmupNs: UInt64 = 0) {
         self.index = index
         self.variant = variant
         self.pass = pass

@@ -11,7 +11,7 @@ public struct EncoderStandIn: Sendable {
     /// The line printed when a run uses it, naming what it does.
     public var notice: String
     /// Builds a driver thread's encoder for the template.
-    public var make: @Sendable (PayloadTemplate) -> any PayloadEncoder
+    var make: @Sendable (PayloadTemplate) -> any PayloadEncoder
 
     /// A stand-in for `variant`; see the properties.
     public init(variant: EncoderVariant, addedNanoseconds: UInt64, notice: String,

@@ -9,7 +9,7 @@ import Glibc
 enum HostProbe {
     /// Steal time of all CPUs so far in nanoseconds (the 8th value of /proc/stat's `cpu` line), or nil
     /// where there is no /proc/stat (not Linux) or it has no steal column.
-    public static func stealNanoseconds(procStat path: String = "/proc/stat") -> UInt64? {
+    static func stealNanoseconds(procStat path: String = "/proc/stat") -> UInt64? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -46,7 +46,7 @@ enum HostProbe {
     }
 
     /// The 1-minute load average, or nil when unavailable.
-    public static func loadAverage() -> Double? {
+    static func loadAverage() -> Double? {
         var loads = [Double](repeating: 0, count: 3)
         return getloadavg(&loads, 3) >= 1 ? loads[0] : nil
     }

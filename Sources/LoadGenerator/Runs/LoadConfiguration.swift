@@ -17,7 +17,7 @@ public struct LoadConfiguration: Sendable {
     /// Target port.
     public var port: Int
     /// `:authority` sent with every request (host:port by default).
-    public var authority: String
+    var authority: String
     /// `apns` (POST /3/device/<token>) or `fcm` (POST /v1/projects/<project>/messages:send).
     public var pushProtocol: PushProtocol = .apns
     /// Requests per second for all threads together; nil is closed loop (`--rps max`).
@@ -86,7 +86,7 @@ public struct LoadConfiguration: Sendable {
     /// Seed of message ids.
     public var seed: UInt64 = 1
     /// How long to wait for responses after the last send before counting the rest unfinished.
-    public var drainTimeoutNs: UInt64 = 5_000_000_000
+    var drainTimeoutNs: UInt64 = 5_000_000_000
     /// Pacing timer granularity in ns. 0 wakes the driver at every request's intended time; a larger
     /// value wakes it at most once per quantum and sends everything due. Either way latency is measured
     /// from the exact intended time, so a coarser step only adds its lateness (< one quantum) to it.
@@ -96,9 +96,9 @@ public struct LoadConfiguration: Sendable {
     /// (docs/loadgen.md "Pacing" has the measurements).
     public var pacingQuantumNs: UInt64 = LoadConfiguration.automaticPacingQuantumNs
     /// Marker for "choose the quantum from the rate".
-    public static let automaticPacingQuantumNs = UInt64.max
+    static let automaticPacingQuantumNs = UInt64.max
     /// The quantum in force for `rate` requests/s per thread.
-    public func effectiveQuantumNs(perThreadRate rate: Double) -> UInt64 {
+    func effectiveQuantumNs(perThreadRate rate: Double) -> UInt64 {
         pacingQuantumNs == Self.automaticPacingQuantumNs ? Self.automaticQuantumNs(perThreadRate: rate) : pacingQuantumNs
     }
     /// The automatic quantum for `rate` requests/s per thread (0: a wakeup per request).
@@ -121,7 +121,7 @@ public struct LoadConfiguration: Sendable {
     /// `host`, the numeric address).
     public var serverName: String?
     /// Bound on TCP connect plus the peer's first SETTINGS.
-    public var connectTimeoutMilliseconds: UInt64 = 3_000
+    var connectTimeoutMilliseconds: UInt64 = 3_000
     /// A pipeline run's front door (`pushbench pipeline --request FILE`): the method, path and headers
     /// every request carries, its body made from ``template``; nil sends APNs or FCM requests.
     public var frontDoor: FrontDoorRequest?
@@ -133,7 +133,7 @@ public struct LoadConfiguration: Sendable {
     public var requestLog: RequestLog?
     /// Builds each driver thread's payload encoder; nil uses `makePayloadEncoder`. A seam for tests
     /// (``EncoderStandIn``), not a user option.
-    public var encoderFactory: (@Sendable (EncoderVariant, PayloadTemplate) -> any PayloadEncoder)?
+    var encoderFactory: (@Sendable (EncoderVariant, PayloadTemplate) -> any PayloadEncoder)?
 
     /// A configuration with the defaults of `pushbench run`.
     public init(host: String, port: Int, authority: String? = nil, template: PayloadTemplate, tokens: DeviceTokens) {

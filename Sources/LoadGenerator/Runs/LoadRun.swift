@@ -45,7 +45,7 @@ public struct LoadResult {
     public var firstSend: (afterT0Ns: Int64, lateNs: Int64)?
 
     /// Nothing measured yet; the measured phase starts at `measuredStart`.
-    public init(measuredStart: Date) {
+    init(measuredStart: Date) {
         interrupted = false
         measured = Tally()
         warmup = Tally()

@@ -8,7 +8,7 @@ public struct ObjectiveError: Error, Equatable, CustomStringConvertible {
     public var description: String
 
     /// An error with this reason.
-    public init(_ description: String) { self.description = description }
+    init(_ description: String) { self.description = description }
 }
 
 /// One objective a run is judged by (`--slo`): a figure under a limit, over the whole run or over every
@@ -73,7 +73,7 @@ public struct RunObjective: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The metric names `--slo` takes, for messages.
-    public static let metricNames = "p50, p90, p99, p99.9, p99.99, max, service_p99, error_rate, rate_kept, lost_rate, duplicate_rate, e2e_p99"
+    static let metricNames = "p50, p90, p99, p99.9, p99.99, max, service_p99, error_rate, rate_kept, lost_rate, duplicate_rate, e2e_p99"
 
     private static let percentiles: [String: Double] = [
         "p50": 50, "p90": 90, "p99": 99, "p99.9": 99.9, "p999": 99.9, "p99.99": 99.99, "p9999": 99.99, "max": 100,
@@ -141,7 +141,7 @@ public struct RunObjective: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether `value` (µs or a fraction, as ``limit``) meets the limit.
-    public func holds(_ value: Double) -> Bool {
+    func holds(_ value: Double) -> Bool {
         if metric == .rateKept { return value >= limit }
         return inclusive ? value <= limit : value < limit
     }
@@ -251,7 +251,7 @@ public struct ObjectiveVerdict: Sendable, Equatable {
     public var worstWindowStart: Int?
 
     /// A verdict; see the properties.
-    public init(objective: RunObjective, passed: Bool, measured: Double?, windows: Int = 0, windowsFailed: Int = 0,
+    init(objective: RunObjective, passed: Bool, measured: Double?, windows: Int = 0, windowsFailed: Int = 0,
                 worstWindowStart: Int? = nil) {
         self.objective = objective
         self.passed = passed
@@ -282,7 +282,7 @@ public final class ObjectiveTracker {
     /// The objectives.
     public let objectives: [RunObjective]
     /// `--slo-grace` in seconds when `--abort-on-slo` is given, else nil.
-    public let abortAfterSeconds: Int?
+    let abortAfterSeconds: Int?
     /// Why the run should stop now, once an objective has failed under `--abort-on-slo`.
     public private(set) var abortReason: String?
 

@@ -1,22 +1,22 @@
 import PushVocabulary
 
 /// A small, fast, seedable random generator (SplitMix64): the same seed gives the same sequence.
-public struct SeededRandom: Sendable {
+struct SeededRandom: Sendable {
     private var state: UInt64
 
     /// A generator seeded with `seed`.
-    public init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { state = seed }
 
     /// The next 64 random bits.
     @inline(__always)
-    public mutating func next() -> UInt64 {
+    mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         return mix(state)
     }
 
     /// A uniform number in [0, 1).
     @inline(__always)
-    public mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+    mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
 }
 
 @inline(__always)
@@ -33,7 +33,7 @@ func mix(_ x: UInt64) -> UInt64 {
 /// a sender can predict them with ``GatewayConfiguration/isUnregistered(token:)``. Eight bytes per
 /// step: OR-ing 0x20 into every byte lower-cases A–F and leaves digits as they are.
 @inline(__always)
-public func tokenHash(_ token: UnsafeRawBufferPointer) -> UInt64 {
+func tokenHash(_ token: UnsafeRawBufferPointer) -> UInt64 {
     var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(token.count)
     var i = 0
     let n = token.count
@@ -54,7 +54,7 @@ public func tokenHash(_ token: UnsafeRawBufferPointer) -> UInt64 {
 }
 
 /// How long the gateway waits before answering.
-public enum LatencyDistribution: Equatable, Sendable {
+enum LatencyDistribution: Equatable, Sendable {
     /// Answer at once (the default).
     case none
     /// Always the same delay.
@@ -67,7 +67,7 @@ public enum LatencyDistribution: Equatable, Sendable {
 
     /// One delay drawn from the distribution.
     @inline(__always)
-    public func sample(_ random: inout SeededRandom) -> UInt64 {
+    func sample(_ random: inout SeededRandom) -> UInt64 {
         switch self {
         case .none: return 0
         case .fixed(let n): return n
@@ -93,33 +93,33 @@ public enum LatencyDistribution: Equatable, Sendable {
 }
 
 /// One point of a percentile latency distribution.
-public struct LatencyPoint: Equatable, Sendable {
+struct LatencyPoint: Equatable, Sendable {
     /// The percentile, 0...100.
-    public var percentile: Double
+    var percentile: Double
     /// The latency at that percentile, in nanoseconds.
-    public var nanos: UInt64
+    var nanos: UInt64
     /// A point.
-    public init(percentile: Double, nanos: UInt64) { self.percentile = percentile; self.nanos = nanos }
+    init(percentile: Double, nanos: UInt64) { self.percentile = percentile; self.nanos = nanos }
 }
 
 /// A fraction of otherwise valid requests answered with `reason`.
-public struct FailureRate: Equatable, Sendable {
+struct FailureRate: Equatable, Sendable {
     /// The reason (and so the status) of the injected failure.
-    public var reason: APNsReason
+    var reason: APNsReason
     /// The fraction of requests, 0...1.
-    public var fraction: Double
+    var fraction: Double
     /// A failure rate.
-    public init(reason: APNsReason, fraction: Double) { self.reason = reason; self.fraction = fraction }
+    init(reason: APNsReason, fraction: Double) { self.reason = reason; self.fraction = fraction }
 }
 
 /// A per-token token bucket: `perSecond` refill, `burst` capacity; over it APNs answers 429 TooManyRequests.
-public struct TokenRateLimit: Equatable, Sendable {
+struct TokenRateLimit: Equatable, Sendable {
     /// Requests per second allowed to one device token.
-    public var perSecond: Double
+    var perSecond: Double
     /// Requests allowed in a burst.
-    public var burst: Double
+    var burst: Double
     /// A limit.
-    public init(perSecond: Double, burst: Double) { self.perSecond = perSecond; self.burst = burst }
+    init(perSecond: Double, burst: Double) { self.perSecond = perSecond; self.burst = burst }
 }
 
 /// Fixed-size table of token buckets keyed by token hash: allocated once, never grows. When full, the

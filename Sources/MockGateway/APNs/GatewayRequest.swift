@@ -9,7 +9,7 @@
 /// ```
 public struct GatewayRequest {
     /// `:method`.
-    public var method: UnsafeRawBufferPointer?
+    var method: UnsafeRawBufferPointer?
     /// `:path`.
     public var path: UnsafeRawBufferPointer?
     /// `apns-id`.
@@ -25,9 +25,9 @@ public struct GatewayRequest {
     /// `apns-collapse-id`.
     public var collapseID: UnsafeRawBufferPointer?
     /// `authorization`.
-    public var authorization: UnsafeRawBufferPointer?
+    var authorization: UnsafeRawBufferPointer?
     /// Whether a header the gateway reads was repeated (APNs answers `DuplicateHeaders`).
-    public var hasDuplicateHeader = false
+    var hasDuplicateHeader = false
     /// The request body (empty when there was none).
     public var body = UnsafeRawBufferPointer(start: nil, count: 0)
 
@@ -133,7 +133,7 @@ public struct APNsID: Equatable, Sendable, CustomStringConvertible {
     private var storage: (UInt64, UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0, 0)
 
     /// The text length of a UUID.
-    public static let length = 36
+    static let length = 36
 
     /// The id in `text` if it is a UUID (8-4-4-4-12 hex digits, either case), kept exactly as sent.
     public init?(validating text: UnsafeRawBufferPointer) {
@@ -177,7 +177,7 @@ public struct APNsID: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Calls `body` with the 36 bytes of the id.
-    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeBytes(of: storage) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<36])) }
     }
 

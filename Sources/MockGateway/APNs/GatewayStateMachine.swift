@@ -11,13 +11,13 @@ public struct GatewayResponse: Equatable, Sendable {
     /// The `apns-id` response header: the request's own, or a generated one.
     public var apnsID: APNsID
     /// For 410: when the token was last confirmed invalid, in milliseconds since the epoch.
-    public var timestampMillis: Int64?
+    var timestampMillis: Int64?
     /// After this response, send GOAWAY with `{"reason":"…"}` debug data and take no new stream.
-    public var goaway: APNsReason?
+    var goaway: APNsReason?
     /// After this response, send SETTINGS with this SETTINGS_MAX_CONCURRENT_STREAMS.
     public var maxConcurrentStreams: UInt32?
     /// For a request on the FCM route: the FCM answer (its status is `status`; `reason` is nil).
-    public var fcm: FCMResponse?
+    var fcm: FCMResponse?
 
     /// A response.
     public init(status: UInt16, reason: APNsReason? = nil, apnsID: APNsID, timestampMillis: Int64? = nil,
@@ -51,7 +51,7 @@ public enum GatewayDecision: Equatable, Sendable {
 }
 
 /// Where a request goes, by its method and path (``GatewayStateMachine/route(method:path:)``).
-public enum GatewayRoute: Sendable, Equatable {
+enum GatewayRoute: Sendable, Equatable {
     /// `POST /3/device/<token>` and every path no other route takes: the APNs provider API.
     case apns
     /// `/v1/…`: the FCM HTTP v1 API.
@@ -72,17 +72,17 @@ public struct GatewayConnectionState: Sendable {
     /// Push streams seen on this connection.
     public var streams = 0
     /// The SETTINGS_MAX_CONCURRENT_STREAMS last advertised.
-    public var advertisedMaxStreams: UInt32
+    var advertisedMaxStreams: UInt32
     /// Whether a GOAWAY was decided already.
-    public var goawayDecided = false
+    var goawayDecided = false
     /// Monotonic time (ns) at which a timed GOAWAY is due, if that behaviour is on.
-    public var goawayDeadline: UInt64?
+    var goawayDeadline: UInt64?
     /// The connection's provider tokens (`--apns-auth token`).
-    public var tokens: ProviderTokenConnectionState?
+    var tokens: ProviderTokenConnectionState?
     /// The connection's client certificate (`--apns-auth cert`).
-    public var certificate: ClientCertificateIdentity?
+    var certificate: ClientCertificateIdentity?
     /// Whether the stream limit is still 1 because no valid provider token has come yet.
-    public var awaitingFirstToken = false
+    var awaitingFirstToken = false
 }
 
 /// The APNs provider API as a state machine: takes a parsed request and the time, returns an action.
@@ -112,7 +112,7 @@ public final class GatewayStateMachine {
     /// The last body found to be a JSON object (most load tests send one payload throughout).
     private var bodies = JSONObjectMemo()
     /// This loop's counters (read by /stats from any thread).
-    public let counters: GatewayCounters
+    let counters: GatewayCounters
     private var random: SeededRandom
     /// Draws the generated apns-ids: from `--seed` when given, else from a seed random per start.
     private var ids: SeededRandom
@@ -173,16 +173,16 @@ public final class GatewayStateMachine {
 
     /// SETTINGS_MAX_CONCURRENT_STREAMS a new connection starts with: 1 with provider tokens, until the
     /// first valid one (as APNs); otherwise `--max-streams`.
-    public var initialMaxConcurrentStreams: UInt32 {
+    var initialMaxConcurrentStreams: UInt32 {
         configuration.auth.mode == .token ? 1 : configuration.maxConcurrentStreams
     }
 
     /// A connection closed.
-    public func connectionClosed() { counters.connectionClosed() }
+    func connectionClosed() { counters.connectionClosed() }
 
     /// The timed GOAWAY: call when `connection.goawayDeadline` has passed; returns the GOAWAY reason to
     /// send, or nil if one was already decided.
-    public func goawayDue(connection: inout GatewayConnectionState, now: UInt64) -> APNsReason? {
+    func goawayDue(connection: inout GatewayConnectionState, now: UInt64) -> APNsReason? {
         guard let deadline = connection.goawayDeadline, now >= deadline, !connection.goawayDecided else { return nil }
         connection.goawayDecided = true
         counters.goawaySent()
@@ -191,7 +191,7 @@ public final class GatewayStateMachine {
 
     /// The route of a request with `method` and `path`.
     @inline(__always)
-    public func route(method: UnsafeRawBufferPointer?, path: UnsafeRawBufferPointer?) -> GatewayRoute {
+    func route(method: UnsafeRawBufferPointer?, path: UnsafeRawBufferPointer?) -> GatewayRoute {
         guard let path else { return .apns }
         if hasPrefix(path, "/v1/") { return .fcm }
         if let method, equals(method, "GET") {

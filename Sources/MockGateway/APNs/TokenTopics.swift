@@ -7,7 +7,7 @@ import PushPayload
 ///
 /// Read once at start; lookups hash the token and the topic into two open-addressing tables and
 /// allocate nothing.
-public struct TokenTopics: Equatable, Sendable {
+struct TokenTopics: Equatable, Sendable {
     private struct Span: Equatable, Sendable {
         var offset: Int32
         var length: Int32
@@ -22,11 +22,11 @@ public struct TokenTopics: Equatable, Sendable {
     }
 
     /// The file it was read from.
-    public let file: String
+    let file: String
     /// Distinct tokens listed.
-    public var tokenCount: Int { entries.count }
+    var tokenCount: Int { entries.count }
     /// Distinct topics named.
-    public var topicCount: Int { topics.count }
+    var topicCount: Int { topics.count }
 
     /// Lower-case token bytes, then topic bytes, back to back.
     private let bytes: [UInt8]
@@ -39,12 +39,12 @@ public struct TokenTopics: Equatable, Sendable {
     private let topicSlots: [Int32]
 
     /// Reads `path`, a token file whose every line names topics; a bad line throws `FILE:LINE: reason`.
-    public init(path: String) throws(TokenFileError) {
+    init(path: String) throws(TokenFileError) {
         self.init(tokens: try DeviceTokens(path: path, requireTopics: true), file: path)
     }
 
     /// The table for `tokens`' topics (a token whose line named none belongs to no topic).
-    public init(tokens: DeviceTokens, file: String) {
+    init(tokens: DeviceTokens, file: String) {
         self.file = file
         var bytes: [UInt8] = []
         var topics: [Span] = [], topicHashes: [UInt64] = []

@@ -12,7 +12,7 @@ public enum APNsAuthMode: String, Sendable, CaseIterable {
 
 /// The APNs environment the gateway plays (`--apns-environment`): a push certificate issued only for
 /// the other one is answered BadCertificateEnvironment.
-public enum APNsEnvironment: String, Sendable, CaseIterable {
+enum APNsEnvironment: String, Sendable, CaseIterable {
     case production, development
 }
 
@@ -52,17 +52,17 @@ public struct APNsAuthConfiguration: Equatable, Sendable {
     public var teamID: String?
     /// `--apns-token-interval`: a connection may change its provider token at most once per this many
     /// ns; more often is answered 429 TooManyProviderTokenUpdates (APNs: 20 minutes).
-    public var tokenUpdateIntervalNanos: UInt64 = 20 * 60 * 1_000_000_000
+    var tokenUpdateIntervalNanos: UInt64 = 20 * 60 * 1_000_000_000
     /// A token older than this (its `iat`) is answered 403 ExpiredProviderToken (APNs: one hour).
-    public var tokenLifetimeSeconds: Int64 = 3600
+    var tokenLifetimeSeconds: Int64 = 3600
     /// `--client-ca`: the PEM file of the CAs client certificates must chain to (the TLS server asks
     /// for a certificate and checks it against them).
-    public var clientCAFile: String?
+    var clientCAFile: String?
     /// `--apns-environment`.
-    public var environment = APNsEnvironment.production
+    var environment = APNsEnvironment.production
 
     /// Defaults: authentication off.
-    public init() {}
+    init() {}
 
     /// The mode in force.
     public var mode: APNsAuthMode {

@@ -6,19 +6,19 @@ import PushVocabulary
 
 /// What a connection's TLS client certificate means for its pushes, decided once when the connection
 /// opens (`--apns-auth cert`).
-public struct ClientCertificateIdentity: Equatable, Sendable {
+struct ClientCertificateIdentity: Equatable, Sendable {
     /// The reason every push on the connection is refused, or nil when the certificate is good:
     /// MissingProviderToken without a certificate (APNs: "no certificate and no token"), BadCertificate
     /// when it does not chain to `--client-ca` or is out of its validity period, BadCertificateEnvironment
     /// when it is issued only for the other APNs environment.
-    public var problem: APNsReason?
+    var problem: APNsReason?
     /// Why, in words (for the gateway's log; never certificate contents beyond the subject).
-    public var detail: String
+    var detail: String
     /// The certificate's topic (its subject UID): the topic of a request without `apns-topic`.
-    public var topic: String?
+    var topic: String?
     /// The topics the certificate covers (``X509Certificate/topics``); empty when it names none, and
     /// then every topic is taken as covered.
-    public var topics: [String] {
+    var topics: [String] {
         didSet { coveredTopics = Self.lengthPrefixed(topics) }
     }
     /// ``topics`` as one byte run, each topic after its length in two bytes (big-endian): what a
@@ -27,10 +27,10 @@ public struct ClientCertificateIdentity: Equatable, Sendable {
 
     /// Whether a request without `apns-topic` takes the certificate's topic: when it has one and covers
     /// no other (Apple: with a certificate for several topics, `apns-topic` is required).
-    public var suppliesTopic: Bool { topic != nil && topics.count <= 1 }
+    var suppliesTopic: Bool { topic != nil && topics.count <= 1 }
 
     /// A verdict; see the properties.
-    public init(problem: APNsReason?, detail: String, topic: String?, topics: [String] = []) {
+    init(problem: APNsReason?, detail: String, topic: String?, topics: [String] = []) {
         self.problem = problem
         self.detail = detail
         self.topic = topic
@@ -51,7 +51,7 @@ public struct ClientCertificateIdentity: Equatable, Sendable {
     /// the certificate does not cover (as Pushy's certificate-checking mock answers; Apple documents no
     /// other reason for it). Compares bytes and allocates nothing.
     @inline(__always)
-    public func verdict(topic: UnsafeRawBufferPointer?) -> APNsReason? {
+    func verdict(topic: UnsafeRawBufferPointer?) -> APNsReason? {
         if let problem { return problem }
         guard let topic, !coveredTopics.isEmpty else { return nil }
         let covered = coveredTopics.withUnsafeBytes { list -> Bool in
@@ -69,7 +69,7 @@ public struct ClientCertificateIdentity: Equatable, Sendable {
 
     /// The verdict on `certificate` (nil: the client sent none) under `configuration`; `verificationError`
     /// is why it did not chain to `--client-ca` (the TLS handshake's verdict), nil when it did.
-    public static func evaluate(_ certificate: X509Certificate?, verificationError: String?,
+    static func evaluate(_ certificate: X509Certificate?, verificationError: String?,
                                 configuration: APNsAuthConfiguration) -> ClientCertificateIdentity {
         guard let certificate else {
             return ClientCertificateIdentity(problem: .missingProviderToken, detail: "no client certificate", topic: nil)

@@ -6,7 +6,7 @@ import PushVocabulary
 
 /// What one connection's provider tokens have been: the token in force, the last other token seen, and
 /// when the token last changed. Owned by the connection; ``ProviderTokenAuthenticator`` updates it.
-public struct ProviderTokenConnectionState: Sendable {
+struct ProviderTokenConnectionState: Sendable {
     /// The token in force (empty before the first valid one).
     var current = CachedToken()
     /// The last token that is not the one in force, with its verdict: a rejected token sent again is
@@ -15,7 +15,7 @@ public struct ProviderTokenConnectionState: Sendable {
     /// Monotonic time (ns) the current token was adopted.
     var changedAt: UInt64 = 0
     /// Whether a valid token has been accepted on this connection (the stream limit is 1 until then).
-    public private(set) var hasValidToken = false
+    private(set) var hasValidToken = false
 
     /// State for a new connection: room for tokens of up to ``ProviderTokenAuthenticator/maxTokenLength``
     /// bytes, so caching one allocates nothing later.
@@ -67,16 +67,16 @@ struct CachedToken: Sendable {
 /// var state = auth.newConnection()
 /// auth.check(request.authorization, &state, now: now, wallSeconds: seconds)   // nil or .invalidProviderToken, …
 /// ```
-public struct ProviderTokenAuthenticator: Sendable {
+struct ProviderTokenAuthenticator: Sendable {
     /// Tokens longer than this are answered InvalidProviderToken unread (an APNs token is ~200 bytes).
-    public static let maxTokenLength = 2048
+    static let maxTokenLength = 2048
     private let keys: [APNsProviderKey]
     private let teamID: String
     private let updateIntervalNanos: UInt64
     private let lifetimeSeconds: Int64
 
     /// An authenticator for `configuration`'s keys, team and intervals.
-    public init(_ configuration: APNsAuthConfiguration) {
+    init(_ configuration: APNsAuthConfiguration) {
         keys = configuration.keys
         teamID = configuration.teamID ?? ""
         updateIntervalNanos = configuration.tokenUpdateIntervalNanos
@@ -84,7 +84,7 @@ public struct ProviderTokenAuthenticator: Sendable {
     }
 
     /// The state of a new connection.
-    public func newConnection() -> ProviderTokenConnectionState {
+    func newConnection() -> ProviderTokenConnectionState {
         ProviderTokenConnectionState(reserving: Self.maxTokenLength)
     }
 
@@ -92,7 +92,7 @@ public struct ProviderTokenAuthenticator: Sendable {
     /// it. `now` is the monotonic time (ns) and `wallSeconds` the wall clock (seconds since the epoch)
     /// of the request.
     @inline(__always)
-    public func check(_ authorization: UnsafeRawBufferPointer?, _ state: inout ProviderTokenConnectionState,
+    func check(_ authorization: UnsafeRawBufferPointer?, _ state: inout ProviderTokenConnectionState,
                       now: UInt64, wallSeconds: Int64) -> APNsReason? {
         guard let header = authorization, let token = Self.bearerToken(header) else { return .missingProviderToken }
         if state.current.holds(token) {

@@ -23,43 +23,43 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var seed: UInt64 = 1
     /// Seed of the generated apns-ids and FCM message ids: `--seed` when it was given; nil makes them
     /// random per start, as the real services' ids are.
-    public var idSeed: UInt64?
+    var idSeed: UInt64?
     /// Response latency (`--latency`).
-    public var latency = LatencyDistribution.none
+    var latency = LatencyDistribution.none
     /// Injected failures (`--fail REASON=FRACTION`, repeatable).
-    public var failures: [FailureRate] = []
+    var failures: [FailureRate] = []
     /// Fraction of device tokens answered 410 Unregistered (`--unregistered`), chosen by token hash.
-    public var unregisteredFraction = 0.0
+    var unregisteredFraction = 0.0
     /// Per-token rate limit answered 429 TooManyRequests (`--token-rate N[/BURST]`).
-    public var tokenRateLimit: TokenRateLimit?
+    var tokenRateLimit: TokenRateLimit?
     /// SETTINGS_MAX_CONCURRENT_STREAMS (`--max-streams`).
     public var maxConcurrentStreams: UInt32 = 1000
     /// Drop SETTINGS_MAX_CONCURRENT_STREAMS to 1 after a rejected request and restore it after the next
     /// accepted one, as APNs was seen to do (`--streams-drop-on-error`).
-    public var dropStreamsOnError = false
+    var dropStreamsOnError = false
     /// Send GOAWAY after this many streams on a connection (`--goaway-after-streams`).
-    public var goawayAfterStreams: Int?
+    var goawayAfterStreams: Int?
     /// Send GOAWAY this many seconds after a connection opened (`--goaway-after`).
-    public var goawayAfterSeconds: Double?
+    var goawayAfterSeconds: Double?
     /// The `reason` in the GOAWAY debug data (`--goaway-reason`).
-    public var goawayReason = APNsReason.shutdown
+    var goawayReason = APNsReason.shutdown
     /// Fraction of requests that make the gateway drop the connection abruptly (`--drop-rate`).
-    public var dropRate = 0.0
+    var dropRate = 0.0
     /// Drop the connection abruptly at this many streams (`--drop-after-streams`).
-    public var dropAfterStreams: Int?
+    var dropAfterStreams: Int?
     /// Accepted device token lengths in hex characters (`--token-length 64` or `64-200`); always even.
-    public var tokenLength = 64...200
+    var tokenLength = 64...200
     /// Which topics listed device tokens belong to (`--token-topics FILE`); a listed token sent with another
     /// topic is answered 400 DeviceTokenNotForTopic.
-    public var tokenTopics: TokenTopics? { didSet { updateChecksTokenTopics() } }
+    var tokenTopics: TokenTopics? { didSet { updateChecksTokenTopics() } }
     /// Fraction of device tokens, among those `tokenTopics` does not list, answered 400 DeviceTokenNotForTopic
     /// (`--not-for-topic`), chosen by token hash and `seed`.
-    public var notForTopicFraction = 0.0 { didSet { updateChecksTokenTopics() } }
+    var notForTopicFraction = 0.0 { didSet { updateChecksTokenTopics() } }
     /// Topics answered 400 TopicDisallowed (`--disallowed-topics`).
-    public var disallowedTopics: [String] = []
+    var disallowedTopics: [String] = []
     /// Whether a missing `apns-topic` is answered 400 MissingTopic (`--topic-optional` turns it off,
     /// as a single-topic certificate would).
-    public var requireTopic = true
+    var requireTopic = true
     /// The bounds and timeouts every connection is held to (`--max-header-size` … `--write-timeout`;
     /// docs/gateway.md "Limits and timeouts"). `maxBodyMemory` is the whole gateway's, shared by its loops.
     public var limits = GatewayConfiguration.defaultLimits
@@ -69,7 +69,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
     /// TLS (`--tls`, `--tls-cert`/`--tls-key`, `--tls-name`, `--tls-cert-out`); off by default (h2c).
     public var tls = GatewayTLS()
     /// The scenario file read, if any.
-    public var scenarioFile: String?
+    var scenarioFile: String?
     /// The FCM route's behaviours and token churn (FCM/FCMConfiguration.swift).
     public var fcm = FCMConfiguration()
     /// A pipeline run's correlator: every push answered is matched to its request and queued for the
@@ -88,7 +88,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public init() {}
 
     /// The gateway's limits: the transport's, with the idle GOAWAY carrying APNs' `IdleTimeout` reason.
-    public static var defaultLimits: ServerLimits {
+    static var defaultLimits: ServerLimits {
         var l = ServerLimits()
         // Push payloads are 5 KB at most: bodies up to this are read and answered 413, larger ones reset.
         l.maxRequestBodySize = 64 * 1024
@@ -105,7 +105,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
     }
 
     /// Reads a scenario file (JSON object; keys in docs/gateway.md) into this configuration.
-    public mutating func applyScenario(file path: String) throws(GatewayConfigurationError) {
+    mutating func applyScenario(file path: String) throws(GatewayConfigurationError) {
         let bytes: [UInt8]
         do throws(InputFileError) { bytes = try InputFile.bytes(path) } catch {
             throw GatewayConfigurationError("scenario \(path): \(error.reason)")
@@ -137,7 +137,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
     }
 
     /// Whether `token` (hex) is one of the tokens this configuration answers 410 Unregistered.
-    public func isUnregistered(token: String) -> Bool {
+    func isUnregistered(token: String) -> Bool {
         var t = token
         return t.withUTF8 { isUnregistered(hash: tokenHash(UnsafeRawBufferPointer($0))) }
     }
@@ -148,7 +148,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
     }
 
     /// Whether the gateway answers `token` (hex) sent with `topic` 400 DeviceTokenNotForTopic.
-    public func isNotForTopic(token: String, topic: String?) -> Bool {
+    func isNotForTopic(token: String, topic: String?) -> Bool {
         var t = token, p = topic ?? ""
         return t.withUTF8 { tb in
             p.withUTF8 { pb in
@@ -219,7 +219,7 @@ public struct GatewayConfiguration: Equatable, Sendable {
     }
 
     /// `2ms` (fixed), `1ms-5ms` (uniform), `p50=1ms,p99=10ms,p100=20ms` (percentiles), `0` or `none`.
-    public static func latency(spec: String) throws(GatewayConfigurationError) -> LatencyDistribution {
+    static func latency(spec: String) throws(GatewayConfigurationError) -> LatencyDistribution {
         if spec == "none" || spec == "0" { return .none }
         if spec.hasPrefix("p") {
             var points: [LatencyPoint] = []

@@ -6,7 +6,7 @@ import PushVocabulary
 
 /// A bad gateway option or scenario file: one line naming the option (or the file and field) and why,
 /// e.g. `--latency: 'fast' is not a latency (…)` or `scenario s.json: field 'latency.uniform_ms': …`.
-public typealias GatewayConfigurationError = UsageError
+typealias GatewayConfigurationError = UsageError
 
 extension GatewayConfiguration {
     /// Parses `pushbench gateway` options (`--name value` or `--name=value`). A `--scenario` file is read

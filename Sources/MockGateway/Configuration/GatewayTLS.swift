@@ -13,7 +13,7 @@ public struct GatewayTLS: Equatable, Sendable {
     /// `--tls-key`: the private key of the certificate (PEM, unencrypted).
     public var keyFile: String?
     /// `--tls-name`: names a generated certificate covers besides localhost, 127.0.0.1 and ::1.
-    public var names: [String] = []
+    var names: [String] = []
     /// `--tls-cert-out`: where the certificate a client must trust (the generating CA's) is written.
     public var certificateOut: String?
     /// `--tls-ca-dir`: the directory that keeps the generating CA (``KeptCA``), reused at every start.
@@ -22,10 +22,10 @@ public struct GatewayTLS: Equatable, Sendable {
     /// Where `pushbench gateway --tls` writes the certificate to trust when `--tls-cert-out` is not given.
     public static let defaultCertificateOut = "pushbench-gateway-ca.pem"
     /// The names every generated certificate covers.
-    public static let standardNames = ["localhost", "127.0.0.1", "::1"]
+    static let standardNames = ["localhost", "127.0.0.1", "::1"]
 
     /// Off: no TLS option given.
-    public init() {}
+    init() {}
 
     /// Whether the gateway serves TLS.
     public var isEnabled: Bool {

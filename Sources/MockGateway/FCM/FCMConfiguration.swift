@@ -12,22 +12,22 @@ import PushVocabulary
 /// ```
 public struct FCMConfiguration: Equatable, Sendable {
     /// Subscribers per topic name (`--topic-subscribers NAME=N`, repeatable).
-    public var topicSubscribers: [String: Int] = [:]
+    var topicSubscribers: [String: Int] = [:]
     /// Subscribers of a topic not named above (`--topic-subscribers N` or `*=N`); default 1000.
-    public var defaultSubscribers = 1000
+    var defaultSubscribers = 1000
     /// Devices reached per second by a topic or condition fan-out (`--fanout-rate 10000/s`), per gateway.
-    public var fanoutPerSecond = 10_000.0
+    var fanoutPerSecond = 10_000.0
     /// The project send quota (`--fcm-quota 600000/min`): messages per rolling window; nil = no quota.
-    public var quota: FCMQuota?
+    var quota: FCMQuota?
     /// Fraction of the token space invalidated per second (`--token-churn 0.01/s`); 0 = none.
     public var tokenChurnPerSecond = 0.0
     /// How many delivered Apple pushes to keep for inspection (`--capture N`).
     public var capture = 0
     /// Failures injected on the FCM route by FCM error code (`--fcm-fail CODE=FRACTION`). When empty,
     /// the APNs `--fail` reasons are mapped onto FCM's codes instead.
-    public var failures: [FCMFailureRate] = []
+    var failures: [FCMFailureRate] = []
     /// The `apns-topic` FCM puts on the APNs request when `apns.headers` has none (`--fcm-apns-topic`).
-    public var appleTopic = "com.example.pushbench"
+    var appleTopic = "com.example.pushbench"
     /// How the send route checks bearer tokens (`--fcm-auth`): any well-formed one, or only access
     /// tokens the token endpoint issued and that have not expired.
     public var auth = FCMAuthMode.off
@@ -35,15 +35,15 @@ public struct FCMConfiguration: Equatable, Sendable {
     /// nil accepts any well-formed assertion.
     public var serviceAccount: ServiceAccount?
     /// Paths the OAuth2 token endpoint answers on: `/token` and each `--fcm-token-path`.
-    public var tokenPaths = ["/token"]
+    var tokenPaths = ["/token"]
     /// `expires_in` of the access tokens issued, and how long they are accepted (`--fcm-token-lifetime`).
-    public var accessTokenLifetimeSeconds = 3599
+    var accessTokenLifetimeSeconds = 3599
 
     /// The defaults.
-    public init() {}
+    init() {}
 
     /// Subscribers a send to `topic` reaches.
-    public func subscribers(ofTopic topic: String) -> Int { topicSubscribers[topic] ?? defaultSubscribers }
+    func subscribers(ofTopic topic: String) -> Int { topicSubscribers[topic] ?? defaultSubscribers }
 
     /// Checks what no single option can.
     func validate() throws(GatewayConfigurationError) {
@@ -53,23 +53,23 @@ public struct FCMConfiguration: Equatable, Sendable {
 }
 
 /// A project quota: at most `messages` in any rolling window of `windowNanos`.
-public struct FCMQuota: Equatable, Sendable {
+struct FCMQuota: Equatable, Sendable {
     /// Messages allowed per window.
-    public var messages: UInt64
+    var messages: UInt64
     /// The window length in nanoseconds.
-    public var windowNanos: UInt64
+    var windowNanos: UInt64
     /// A quota.
-    public init(messages: UInt64, windowNanos: UInt64) { self.messages = messages; self.windowNanos = windowNanos }
+    init(messages: UInt64, windowNanos: UInt64) { self.messages = messages; self.windowNanos = windowNanos }
 }
 
 /// A fraction of otherwise valid FCM sends answered with `code`.
-public struct FCMFailureRate: Equatable, Sendable {
+struct FCMFailureRate: Equatable, Sendable {
     /// The FCM error code (and so the status).
-    public var code: FCMErrorCode
+    var code: FCMErrorCode
     /// The fraction, 0...1.
-    public var fraction: Double
+    var fraction: Double
     /// A failure rate.
-    public init(code: FCMErrorCode, fraction: Double) { self.code = code; self.fraction = fraction }
+    init(code: FCMErrorCode, fraction: Double) { self.code = code; self.fraction = fraction }
 }
 
 /// Name checks shared by the configuration and the request validator.

@@ -2,7 +2,7 @@ import PushPayload
 import PushVocabulary
 
 /// Why an FCM request was refused, which selects the `message` text of the error body.
-public enum FCMProblem: UInt8, Sendable {
+enum FCMProblem: UInt8, Sendable {
     case none
     // 400 INVALID_ARGUMENT
     case invalidJSON, unknownField, wrongType, missingMessage, noTarget, twoTargets, badToken, badTopic, badCondition
@@ -14,17 +14,17 @@ public enum FCMProblem: UInt8, Sendable {
 }
 
 /// Up to 60 bytes of ASCII text stored inline, so a response carries its details without allocating.
-public struct FCMInlineText: Equatable, Sendable {
+struct FCMInlineText: Equatable, Sendable {
     private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0, 0, 0, 0, 0)
     private var length: UInt8 = 0
     /// The capacity in bytes.
-    public static let capacity = 60
+    static let capacity = 60
 
     /// Empty text.
-    public init() {}
+    init() {}
 
     /// `bytes`, cut to 60 bytes; bytes that would need JSON escaping (and non-ASCII) become `?`.
-    public init(_ bytes: UnsafeRawBufferPointer) {
+    init(_ bytes: UnsafeRawBufferPointer) {
         let n = min(bytes.count, Self.capacity)
         guard n > 0 else { return }
         withUnsafeMutableBytes(of: &storage) { out in
@@ -58,50 +58,50 @@ public struct FCMInlineText: Equatable, Sendable {
     }
 
     /// `text`, cut and cleaned the same way.
-    public init(_ text: String) {
+    init(_ text: String) {
         var t = text
         self = t.withUTF8 { FCMInlineText(UnsafeRawBufferPointer($0)) }
     }
 
     /// A static text.
-    public init(static text: StaticString) {
+    init(static text: StaticString) {
         self.init(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Calls `body` with the bytes.
-    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeBytes(of: storage) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<Int(length)])) }
     }
 
-    public static func == (l: Self, r: Self) -> Bool {
+    static func == (l: Self, r: Self) -> Bool {
         l.withBytes { a in r.withBytes { b in a.elementsEqual(b) } }
     }
 
     /// The text.
-    public var string: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+    var string: String { withBytes { String(decoding: $0, as: UTF8.self) } }
 }
 
 /// What the gateway answers to one FCM request: small and inline (no allocation); the JSON body is
 /// rendered when the answer is sent (``render(into:)``), so a delayed answer needs no stored body.
-public struct FCMResponse: Equatable, Sendable {
+struct FCMResponse: Equatable, Sendable {
     /// HTTP status.
-    public var status: UInt16
+    var status: UInt16
     /// The FcmError code of an error, nil on success and for plain google.rpc errors (401, 404).
-    public var code: FCMErrorCode?
+    var code: FCMErrorCode?
     /// What was wrong (selects the error message), `.none` on success.
-    public var problem: FCMProblem
+    var problem: FCMProblem
     /// On success, the project; on error, the field, key or APNs reason the message names.
-    public var text: FCMInlineText
+    var text: FCMInlineText
     /// On success, the message id (`validateOnly` answers `fake_message_id`); on error, a number the
     /// message quotes (payload size, JSON line).
-    public var number: UInt64
+    var number: UInt64
     /// A second number (size limit, JSON column).
-    public var number2: UInt64
+    var number2: UInt64
     /// A dry run (`validate_only`) that passed.
-    public var validateOnly: Bool
+    var validateOnly: Bool
 
     /// A response.
-    public init(status: UInt16, code: FCMErrorCode?, problem: FCMProblem, text: FCMInlineText = FCMInlineText(),
+    init(status: UInt16, code: FCMErrorCode?, problem: FCMProblem, text: FCMInlineText = FCMInlineText(),
                 number: UInt64 = 0, number2: UInt64 = 0, validateOnly: Bool = false) {
         self.status = status
         self.code = code
@@ -119,10 +119,10 @@ public struct FCMResponse: Equatable, Sendable {
     }
 
     /// Bytes a rendered body can take at most.
-    public static let maxBodySize = 1024
+    static let maxBodySize = 1024
 
     /// Writes the JSON body into `out` (at least ``maxBodySize`` bytes); returns its length. Allocates nothing.
-    public func render(into out: UnsafeMutableRawBufferPointer) -> Int {
+    func render(into out: UnsafeMutableRawBufferPointer) -> Int {
         var w = ByteWriter(out)
         if problem == .none {
             w.literal("{\"name\":\"projects/")
@@ -153,7 +153,7 @@ public struct FCMResponse: Equatable, Sendable {
     }
 
     /// The error body as a String (tests, logs).
-    public var body: String {
+    var body: String {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.maxBodySize, alignment: 1)
         defer { buffer.deallocate() }
         let n = render(into: buffer)

@@ -30,14 +30,14 @@ public struct FCMStats: Equatable, Sendable {
     public var captured: [FCMCapturedPush] = []
     /// Requests to the OAuth2 token endpoint, access tokens it issued, and assertions it refused
     /// (JSON `"oauth":{"token_requests":…,"tokens_issued":…,"refused":…}`, present once it was asked).
-    public var tokenRequests: UInt64 = 0
+    var tokenRequests: UInt64 = 0
     /// Access tokens issued.
-    public var tokensIssued: UInt64 = 0
+    var tokensIssued: UInt64 = 0
     /// Token requests refused (400/405).
-    public var tokenRefusals: UInt64 = 0
+    var tokenRefusals: UInt64 = 0
 
     /// Empty numbers.
-    public init() {}
+    init() {}
 
     /// Whether anything FCM-related happened (the `"fcm"` key is left out of /stats otherwise).
     public var isEmpty: Bool { requests == 0 && churnedTokens == 0 && churnRefusals == 0 && tokenRequests == 0 }
@@ -88,11 +88,11 @@ public struct FCMCapturedPush: Equatable, Sendable {
     /// `token:<t>`, `topic:<t>` or `condition:<c>`.
     public var target: String
     /// APNs request headers, in a fixed order (`apns-priority`, `apns-expiration`, `apns-push-type`, `apns-topic`, …).
-    public var headers: [(String, String)]
+    var headers: [(String, String)]
     /// The APNs payload (JSON text).
     public var payload: String
     /// When the request arrived (monotonic ns): the order of capture across event loops.
-    public var order: UInt64
+    var order: UInt64
 
     public static func == (l: Self, r: Self) -> Bool {
         l.name == r.name && l.target == r.target && l.payload == r.payload && l.order == r.order
@@ -117,7 +117,7 @@ public struct FCMCapturedPush: Equatable, Sendable {
 
 /// One event loop's FCM counters: written by that loop only, read by any thread (same scheme as
 /// ``GatewayCounters``: relaxed atomic load + store, one writer).
-public final class FCMCounters: Sendable {
+final class FCMCounters: Sendable {
     static let requests = 0, accepted = 1, validated = 2, topicMessages = 3, direct = 4
     static let fanoutEnqueued = 5, fanoutBacklog = 6, fanoutLast = 7, fanoutRate = 8, churned = 9, churnRefusals = 10
     static let tokenRequests = 11, tokensIssued = 12, tokenRefusals = 13
@@ -129,7 +129,7 @@ public final class FCMCounters: Sendable {
     private let captureLimit = Atomic<Int>(0)
 
     /// Zeroed counters.
-    public init() {}
+    init() {}
 
     deinit { slots.deallocate() }
 
@@ -173,7 +173,7 @@ public final class FCMCounters: Sendable {
     func store(_ push: FCMCapturedPush) { captures.withLock { $0.append(push) } }
 
     /// Adds these counters into `stats`, with the fan-out drained up to `now` (monotonic ns).
-    public func accumulate(into stats: inout FCMStats, now: UInt64) {
+    func accumulate(into stats: inout FCMStats, now: UInt64) {
         stats.requests += value(Self.requests)
         stats.messagesAccepted += value(Self.accepted)
         stats.validatedOnly += value(Self.validated)
@@ -204,7 +204,7 @@ public final class FCMCounters: Sendable {
     }
 
     /// The monotonic clock in ns (the clock the transport stamps requests with).
-    public static func monotonicNanos() -> UInt64 {
+    static func monotonicNanos() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)

@@ -69,7 +69,7 @@ public final class CorrelationMailbox: @unchecked Sendable, Equatable {
     }
 
     /// The pushes kept since the last call, taken, as ``PipelineArrivalsText``.
-    public func takeText() -> String {
+    func takeText() -> String {
         let taken: [PushArrival] = lock.withLock { _ in
             defer { waiting.removeAll(keepingCapacity: false) }
             return waiting

@@ -8,7 +8,7 @@ import PushVocabulary
 /// draining) refuses arrivals and counts them (``refused``).
 public final class PushCorrelator: Sendable, Equatable {
     /// The scanner of the run's ids.
-    public let scanner: CorrelationScanner
+    let scanner: CorrelationScanner
     /// Where the id is looked for.
     public let source: CorrelationSource
     private let rings: [SPSCRing<PushArrival>]

@@ -6,7 +6,7 @@ public struct GatewayStartError: Error, CustomStringConvertible {
     /// `--listen`, exit status 2.
     public var cannotListen: Bool
     /// Creates an error.
-    public init(_ message: String, cannotListen: Bool = false) { self.message = message; self.cannotListen = cannotListen }
+    init(_ message: String, cannotListen: Bool = false) { self.message = message; self.cannotListen = cannotListen }
     /// The message.
     public var description: String { message }
 }
@@ -56,7 +56,7 @@ public final class EmbeddedGateway: Sendable {
     public func stats() -> GatewayStats { server.stats() }
 
     /// ``stats()`` as the JSON `GET /stats` answers.
-    public func statsJSON() -> String { server.stats().json }
+    func statsJSON() -> String { server.stats().json }
 
     /// Stops gracefully: no new streams, the streams in flight are answered, GOAWAY is sent, connections
     /// close, and the event-loop threads are joined. Returns the final numbers. Safe to call twice.

@@ -8,12 +8,12 @@ import PushTransport
 /// gives a fixed one so the state machine's answers depend on its inputs alone.
 public struct GatewayClock: Sendable, Equatable {
     /// Milliseconds since the epoch (CLOCK_REALTIME) at the anchor.
-    public var wallMillis: Int64
+    var wallMillis: Int64
     /// The monotonic time (ns, `EventLoop.nowNanoseconds()`) at the same moment.
-    public var monotonicNanos: UInt64
+    var monotonicNanos: UInt64
 
     /// An anchor: `wallMillis` since the epoch at monotonic time `monotonicNanos`.
-    public init(wallMillis: Int64, monotonicNanos: UInt64) {
+    init(wallMillis: Int64, monotonicNanos: UInt64) {
         self.wallMillis = wallMillis
         self.monotonicNanos = monotonicNanos
     }
@@ -28,7 +28,7 @@ public struct GatewayClock: Sendable, Equatable {
 
     /// Wall-clock milliseconds at monotonic time `monotonic` (earlier than the anchor works too).
     @inline(__always)
-    public func wallMillis(at monotonic: UInt64) -> Int64 {
+    func wallMillis(at monotonic: UInt64) -> Int64 {
         wallMillis &+ Int64(bitPattern: monotonic &- monotonicNanos) / 1_000_000
     }
 }

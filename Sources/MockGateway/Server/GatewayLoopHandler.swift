@@ -13,7 +13,7 @@ public final class GatewayLoopHandler {
     private let gateway: GatewayLoop
     private let server: HTTP2Server
     /// This loop's counters.
-    public let counters: GatewayCounters
+    let counters: GatewayCounters
 
     /// A gateway on `loop` with `configuration`'s behaviours (its host, port and thread count are not used).
     public init(loop: EventLoop, configuration: GatewayConfiguration, counters: GatewayCounters = GatewayCounters()) throws {
@@ -30,7 +30,7 @@ public final class GatewayLoopHandler {
     public func listen(host: String, port: Int) throws -> Int { try server.listen(host: host, port: port) }
 
     /// Serves one connection over `transport`, one end of an `InMemoryTransport` pair (no socket).
-    public func accept(_ transport: InMemoryTransport) { server.accept(transport) }
+    func accept(_ transport: InMemoryTransport) { server.accept(transport) }
 
     /// Connections open now.
     public var connectionsOpen: Int { server.connectionsOpen }
@@ -39,7 +39,7 @@ public final class GatewayLoopHandler {
     public func stats() -> GatewayStats { GatewayStats(summing: [counters]) }
 
     /// Graceful shutdown: GOAWAY, the streams in flight finish; `done` runs when every connection closed.
-    public func shutdownGracefully(_ done: (() -> Void)? = nil) { server.shutdownGracefully(done) }
+    func shutdownGracefully(_ done: (() -> Void)? = nil) { server.shutdownGracefully(done) }
 
     /// Closes the listener and every connection now, and drops the responses still held back.
     public func close() {

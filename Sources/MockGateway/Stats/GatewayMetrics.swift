@@ -5,7 +5,7 @@ extension GatewayStats {
     /// them: requests by route, responses by status, errors by reason (APNs) and code (FCM), the latency
     /// injected, streams open, connections, GOAWAYs and drops, limits enforced, token churn and FCM fan-out.
     /// Names start `pushbench_gateway_`; counters end in `_total`, times are in seconds.
-    public var prometheusText: String {
+    var prometheusText: String {
         var t = PrometheusText()
         let prefix = "pushbench_gateway_"
         func labelled(_ key: String, _ d: [String: UInt64]) -> [([String: String], Double)] {

@@ -38,7 +38,7 @@ public struct GatewayStats: Equatable, Sendable {
     /// (JSON `"latency_injected":{"responses":…,"seconds":…}`, present once non-zero).
     public var delayedResponses: UInt64 = 0
     /// See ``delayedResponses``.
-    public var injectedDelayNanos: UInt64 = 0
+    var injectedDelayNanos: UInt64 = 0
     /// Requests that came over HTTP/1.1 (of every route; JSON `"http1":{"requests":…}`, present once non-zero).
     public var http1Requests: UInt64 = 0
     /// HTTP/1.1 requests to the APNs route, refused as APNs refuses them (`"http1":{…,"refused":…}`).
@@ -130,10 +130,10 @@ public final class GatewayCounters: Sendable {
 
     private let slots = CounterSlots(count: slotCount)
     /// The FCM route's counters for this loop.
-    public let fcm = FCMCounters()
+    let fcm = FCMCounters()
 
     /// Zeroed counters.
-    public init() {}
+    @usableFromInline init() {}
 
     deinit { slots.deallocate() }
 
@@ -142,14 +142,14 @@ public final class GatewayCounters: Sendable {
 
     /// Counts one request with `bodyBytes` of body.
     @inline(__always)
-    public func countRequest(bodyBytes: Int) {
+    func countRequest(bodyBytes: Int) {
         add(Self.requestsSlot)
         add(Self.bytesInSlot, UInt64(bodyBytes))
     }
 
     /// Counts one response with `status` and, for an error, its reason code (``APNsReason/code``).
     @inline(__always)
-    public func countResponse(status: UInt16, reasonCode: UInt8?) {
+    func countResponse(status: UInt16, reasonCode: UInt8?) {
         let s = Int(status)
         add(Self.statusBase + (s >= 100 && s < 600 ? s - 100 : 499))
         if let reasonCode, reasonCode < 64 { add(Self.reasonBase + Int(reasonCode)) }
@@ -158,28 +158,28 @@ public final class GatewayCounters: Sendable {
     /// Counts an accepted connection.
     public func connectionOpened() { add(Self.openedSlot) }
     /// Counts a closed connection.
-    public func connectionClosed() { add(Self.closedSlot) }
+    func connectionClosed() { add(Self.closedSlot) }
     /// Counts a GOAWAY sent.
-    public func goawaySent() { add(Self.goawaySlot) }
+    func goawaySent() { add(Self.goawaySlot) }
     /// Counts an abrupt drop.
-    public func connectionDropped() { add(Self.dropSlot) }
+    func connectionDropped() { add(Self.dropSlot) }
     /// Counts a response delayed by `nanos` of injected latency.
     @inline(__always)
-    public func countDelay(nanos: UInt64) {
+    func countDelay(nanos: UInt64) {
         add(Self.delayedSlot)
         add(Self.delayNanosSlot, nanos)
     }
     /// Counts a delayed response released once its latency passed (sent, or dropped with its connection).
-    @inline(__always) public func countDelayedSent() { add(Self.delayedSentSlot) }
+    @inline(__always) func countDelayedSent() { add(Self.delayedSentSlot) }
     /// Counts a limit the transport enforced.
-    public func limitEnforced(_ limit: ServerLimit) { add(Self.limitBase + limit.rawValue) }
+    func limitEnforced(_ limit: ServerLimit) { add(Self.limitBase + limit.rawValue) }
     /// Counts a request received over HTTP/1.1.
-    @inline(__always) public func countHTTP1Request() { add(Self.http1RequestsSlot) }
+    @inline(__always) func countHTTP1Request() { add(Self.http1RequestsSlot) }
     /// Counts an HTTP/1.1 request refused as APNs refuses it.
-    public func countHTTP1Refused() { add(Self.http1RefusedSlot) }
+    func countHTTP1Refused() { add(Self.http1RefusedSlot) }
 
     /// Adds these counters into `stats`.
-    public func accumulate(into stats: inout GatewayStats) {
+    func accumulate(into stats: inout GatewayStats) {
         stats.requests += value(Self.requestsSlot)
         stats.bytesIn += value(Self.bytesInSlot)
         let opened = value(Self.openedSlot), closed = value(Self.closedSlot)

@@ -8,7 +8,7 @@ public enum CapacityChart {
         /// Requests per second asked for.
         public var rate: Double
         /// The latency plotted, µs (p99, or the percentile the objective names).
-        public var latencyMicros: Int64
+        var latencyMicros: Int64
         /// `held`, `objective`, `errors` or `sender`.
         public var verdict: String
 

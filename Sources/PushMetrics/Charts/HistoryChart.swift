@@ -2,30 +2,30 @@ import Foundation
 
 extension ReportChart {
     /// One row of history.csv.
-    public struct HistoryRow: Sendable, Equatable {
+    struct HistoryRow: Sendable, Equatable {
         /// Run id (`YYYYMMDD-HHMMSS-<label>`).
-        public var runID: String
+        var runID: String
         /// The run's label.
-        public var label: String
+        var label: String
         /// Encoder variant.
-        public var encoder: String
+        var encoder: String
         /// Target rate, or `max`.
-        public var targetRPS: String
+        var targetRPS: String
         /// Completed requests per measured second.
-        public var achievedRPS: Double
+        var achievedRPS: Double
         /// Corrected latency percentiles in µs.
-        public var p50: Double, p99: Double, p999: Double
+        var p50: Double, p99: Double, p999: Double
         /// Non-2xx responses plus transport errors.
-        public var errors: Int64
+        var errors: Int64
         /// User plus system CPU seconds.
-        public var cpuSeconds: Double
+        var cpuSeconds: Double
         /// "apns" or "fcm"; nil in rows written before history.csv had the column.
-        public var protocolName: String? = nil
+        var protocolName: String? = nil
         /// The target ("embedded" or its URL); nil in rows written before history.csv had the column.
-        public var target: String? = nil
+        var target: String? = nil
 
         /// Creates a row.
-        public init(runID: String, label: String, encoder: String, targetRPS: String, achievedRPS: Double,
+        init(runID: String, label: String, encoder: String, targetRPS: String, achievedRPS: Double,
                     p50: Double, p99: Double, p999: Double, errors: Int64, cpuSeconds: Double,
                     protocolName: String? = nil, target: String? = nil) {
             self.runID = runID
@@ -43,7 +43,7 @@ extension ReportChart {
         }
 
         /// The row of a finished run.
-        public init(runID: String, record r: RunRecord) {
+        init(runID: String, record r: RunRecord) {
             self.init(runID: runID, label: r.label, encoder: r.config.encoder, targetRPS: r.config.rps.map(String.init) ?? "max",
                       achievedRPS: r.achievedRPS, p50: Double(r.latency.valueAtPercentile(50)),
                       p99: Double(r.latency.valueAtPercentile(99)), p999: Double(r.latency.valueAtPercentile(99.9)),
@@ -52,10 +52,10 @@ extension ReportChart {
         }
 
         /// The header of history.csv: the first ten columns as they always were, then the columns added since.
-        public static let csvHeader = "run_id,label,encoder,target_rps,achieved_rps,p50_us,p99_us,p999_us,errors,cpu_s,protocol,target"
+        static let csvHeader = "run_id,label,encoder,target_rps,achieved_rps,p50_us,p99_us,p999_us,errors,cpu_s,protocol,target"
 
         /// The row as a line of history.csv (commas in free text become `-`).
-        public var csvLine: String {
+        var csvLine: String {
             func clean(_ s: String) -> String { s.replacingOccurrences(of: ",", with: "-").replacingOccurrences(of: "\n", with: " ") }
             return [runID, clean(label), encoder, targetRPS, String(format: "%.1f", achievedRPS),
                     String(Int64(p50)), String(Int64(p99)), String(Int64(p999)), String(errors),
@@ -101,7 +101,7 @@ extension ReportChart {
 
     /// Parses history.csv (columns found by their header names, so files from before a column was
     /// added still read); errors name the line.
-    public static func parseHistory(_ text: String, file: String = "history.csv") throws -> [HistoryRow] {
+    static func parseHistory(_ text: String, file: String = "history.csv") throws -> [HistoryRow] {
         var rows: [HistoryRow] = []
         let lines = text.split(whereSeparator: \.isNewline).map(String.init)
         guard let header = lines.first, header.hasPrefix("run_id,") else {
@@ -163,7 +163,7 @@ extension ReportChart {
     /// series per comparable configuration (encoder, rate, protocol, target). Runs that ran together
     /// share a place on the x axis, labelled by date and label. Rows of the test-only slowed encoder
     /// are left out.
-    public static func historySVG(_ allRows: [HistoryRow], title: String = "pushbench history") -> String {
+    static func historySVG(_ allRows: [HistoryRow], title: String = "pushbench history") -> String {
         let rows = allRows.filter { !$0.isTestSlowed }
         let skipped = allRows.count - rows.count
         var order: [String] = []

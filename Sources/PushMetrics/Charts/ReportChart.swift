@@ -4,12 +4,12 @@ import PushVocabulary
 /// The title block of a report: run id plus a one-line configuration summary.
 struct ReportTitle: Sendable {
     /// First line (run id).
-    public var title: String
+    var title: String
     /// Second line (configuration and headline figures).
-    public var subtitle: String
+    var subtitle: String
 
     /// Builds the title of a run's report.
-    public init(runID: String, record r: RunRecord) {
+    init(runID: String, record r: RunRecord) {
         title = "pushbench \(runID)" + (r.interrupted ? "  (interrupted)" : "")
         let c = r.config
         var parts = [c.protocolName, c.target]
@@ -40,13 +40,13 @@ enum ReportChart {
     /// report.svg of a run: (a) latency by percentile on the 1/(1-p) log axis, corrected latency and
     /// service time; (b) sent and completed per second; (c) errors per second on their own axis;
     /// (d) p50 and p99 per second. `header: false` leaves out the title block (report.html has it).
-    public static func runSVG(record r: RunRecord, intervals: [TimelineInterval], title: ReportTitle, header: Bool = true) -> String {
+    static func runSVG(record r: RunRecord, intervals: [TimelineInterval], title: ReportTitle, header: Bool = true) -> String {
         runSVG(record: r, rows: intervals.map(TimelineRow.init), title: title, header: header)
     }
 
     /// report.svg drawn from the per-second figures the charts need (a run's timeline.csv read back, or
     /// its intervals reduced to them).
-    public static func runSVG(record r: RunRecord, rows: [TimelineRow], title: ReportTitle, header: Bool = true) -> String {
+    static func runSVG(record r: RunRecord, rows: [TimelineRow], title: ReportTitle, header: Bool = true) -> String {
         var svg = SVG(width: width)
         var y = 12.0
         if header {
@@ -234,12 +234,12 @@ enum ReportChart {
     }
 
     /// report.html: the title, the SVG (without its own title block) and the summary tables.
-    public static func runHTML(record r: RunRecord, intervals: [TimelineInterval], title: ReportTitle, summary: JSONValue) -> String {
+    static func runHTML(record r: RunRecord, intervals: [TimelineInterval], title: ReportTitle, summary: JSONValue) -> String {
         runHTML(record: r, rows: intervals.map(TimelineRow.init), title: title, summary: summary)
     }
 
     /// report.html drawn from the per-second figures the charts need (see ``runSVG(record:rows:title:header:)``).
-    public static func runHTML(record r: RunRecord, rows: [TimelineRow], title: ReportTitle, summary: JSONValue) -> String {
+    static func runHTML(record r: RunRecord, rows: [TimelineRow], title: ReportTitle, summary: JSONValue) -> String {
         var h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>\(esc(title.title))</title>\n"
         h += "<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}"
         h += "td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}th{background:#f0f0f0}td:first-child{text-align:left}</style>\n"

@@ -75,11 +75,11 @@ public struct VariantComparison {
     /// Label of the invocation (the comparison folder is `<run id>-comparison`).
     public var label: String
     /// The variants; the first is the reference.
-    public var entries: [Entry]
+    var entries: [Entry]
     /// Variant names in the order their rounds ran.
-    public var roundOrder: [String]
+    var roundOrder: [String]
     /// Length of a full round in seconds.
-    public var roundSeconds: Double
+    var roundSeconds: Double
     /// ``RunComparison`` thresholds (metric → percent) for the verdicts against the reference.
     public var thresholds: [String: Double]
 
@@ -94,7 +94,7 @@ public struct VariantComparison {
     }
 
     /// Each entry against the reference (nil for the reference itself).
-    public var againstReference: [RunComparison?] {
+    var againstReference: [RunComparison?] {
         guard let ref = entries.first else { return [] }
         let base = ref.summary
         return entries.enumerated().map { i, e in
@@ -104,7 +104,7 @@ public struct VariantComparison {
 
     /// Names of the metrics on which each entry regressed against the reference, past both the
     /// threshold and the round-to-round spread (empty for the reference).
-    public var regressions: [[String]] {
+    var regressions: [[String]] {
         differences.map { $0.filter { $0.verdict == .regression }.map(\.metric) }
     }
 

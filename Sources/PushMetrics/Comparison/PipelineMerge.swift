@@ -22,20 +22,20 @@ public enum PipelineMerge {
     }
 
     /// What merging the pipeline parts gave.
-    public struct Merged {
+    struct Merged {
         /// The merged `pipeline` section.
-        public var section: JSONValue
+        var section: JSONValue
         /// Whole-run end-to-end latency (µs).
-        public var endToEnd: HdrHistogram
+        var endToEnd: HdrHistogram
         /// e2e_latency.hlog's text.
-        public var hlog: String
+        var hlog: String
         /// pipeline.csv's text.
-        public var csv: String
+        var csv: String
     }
 
     /// The merged pipeline part of `runs`, each shifted by `shifts[i]` seconds; nil when no run is a
     /// pipeline run. A run folder without its pipeline files is an error naming it.
-    public static func merge(_ runs: [LoadedRun], shifts: [Int], startTime: Double) throws -> Merged? {
+    static func merge(_ runs: [LoadedRun], shifts: [Int], startTime: Double) throws -> Merged? {
         let sections = runs.map { $0.summary["pipeline"] }
         guard sections.contains(where: { $0 != nil }) else { return nil }
         guard sections.allSatisfy({ $0 != nil }) else {

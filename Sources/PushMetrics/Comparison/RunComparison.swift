@@ -16,9 +16,9 @@ public struct RunComparison: Sendable {
         /// Label and unit for the table.
         public let label: String
         /// True when a larger value is better (throughput).
-        public let higherIsBetter: Bool
+        let higherIsBetter: Bool
         /// Default regression threshold in percent; nil means reported but not gated.
-        public let defaultThreshold: Double?
+        let defaultThreshold: Double?
         let extract: @Sendable (JSONValue) -> Double?
     }
 
@@ -75,7 +75,7 @@ public struct RunComparison: Sendable {
         public let verdict: Verdict
 
         /// Relative change in percent (nil when unknown or from 0).
-        public var changePercent: Double? {
+        var changePercent: Double? {
             guard let b = base, let n = new, b != 0 else { return nil }
             return (n - b) / abs(b) * 100
         }
@@ -84,19 +84,19 @@ public struct RunComparison: Sendable {
     /// Rows in table order.
     public let rows: [Row]
     /// Notes on differences that make the comparison less fair (config, interrupted).
-    public let notes: [String]
+    let notes: [String]
     /// Name of the BASE run (its run id).
     public let baseName: String
     /// Name of the NEW run (its run id).
     public let newName: String
 
     /// True when any gated metric regressed past its threshold.
-    public var regressed: Bool { rows.contains { $0.verdict == .regression } }
+    var regressed: Bool { rows.contains { $0.verdict == .regression } }
 
     /// A bad `--threshold` specification.
-    public struct ThresholdError: Error, CustomStringConvertible {
+    struct ThresholdError: Error, CustomStringConvertible {
         /// What was wrong, naming the text given.
-        public let description: String
+        let description: String
     }
 
     /// A note when one run lost much more CPU time to the host than the other (summary.json
@@ -131,7 +131,7 @@ public struct RunComparison: Sendable {
     }
 
     /// Compares two summary.json documents. `thresholds` override the defaults (metric name → percent).
-    public init(base: JSONValue, new: JSONValue, thresholds: [String: Double] = [:],
+    init(base: JSONValue, new: JSONValue, thresholds: [String: Double] = [:],
                 baseName: String = "BASE", newName: String = "NEW") {
         self.baseName = baseName
         self.newName = newName
@@ -248,7 +248,7 @@ public enum CompareTool {
     }
 
     /// Compares BASE and NEW (run folders or summary.json files) with `thresholdSpecs` (`METRIC=PCT`).
-    public static func run(base: String, new: String, thresholdSpecs: [String] = [], markdown: Bool = false) -> Outcome {
+    static func run(base: String, new: String, thresholdSpecs: [String] = [], markdown: Bool = false) -> Outcome {
         var thresholds: [String: Double] = [:]
         for spec in thresholdSpecs {
             do {

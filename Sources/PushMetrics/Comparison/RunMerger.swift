@@ -74,9 +74,9 @@ public enum RunMerger {
     /// A stretch of time between runs being merged in which none of them was measuring.
     public struct Gap: Sendable, Equatable, CustomStringConvertible {
         /// The run whose measured time ends where the gap starts.
-        public var after: String
+        var after: String
         /// The run whose measured time starts where the gap ends.
-        public var before: String
+        var before: String
         /// Length of the gap in seconds.
         public var seconds: Double
 
@@ -132,13 +132,13 @@ public enum RunMerger {
     /// Loads `paths` (run folders), merges them and writes the result into `out` (which must not
     /// exist or be empty). Returns the folder written.
     @discardableResult
-    public static func mergeFolders(_ paths: [String], out: URL, label: String = "merged") throws -> URL {
+    static func mergeFolders(_ paths: [String], out: URL, label: String = "merged") throws -> URL {
         try mergeFoldersReportingGaps(paths, out: out, label: label).folder
     }
 
     /// ``mergeFolders(_:out:label:)``, also returning the gaps in time between the runs (``gaps(_:tolerance:)``),
     /// so the caller can warn about runs that did not overlap.
-    public static func mergeFoldersReportingGaps(_ paths: [String], out: URL, label: String = "merged") throws -> (folder: URL, gaps: [Gap]) {
+    static func mergeFoldersReportingGaps(_ paths: [String], out: URL, label: String = "merged") throws -> (folder: URL, gaps: [Gap]) {
         let m = try mergeAgents(paths, out: out, label: label)
         return (m.folder, m.gaps)
     }

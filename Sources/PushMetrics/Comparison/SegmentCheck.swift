@@ -5,23 +5,23 @@ import PushVocabulary
 /// t0, or the merge would not be the run a single big enough agent would have made.
 public struct SegmentCheck: Sendable {
     /// One agent's run as the check sees it.
-    public struct Agent: Sendable, Equatable {
+    struct Agent: Sendable, Equatable {
         /// How the user named it (the folder as given).
-        public var name: String
+        var name: String
         /// I of I/N.
-        public var index: Int
+        var index: Int
         /// N.
-        public var count: Int
+        var count: Int
         /// What every agent of one run must agree on, by name (rate, schedule, payload, t0 …), as text.
-        public var plan: [(String, String)]
+        var plan: [(String, String)]
 
-        public static func == (a: Agent, b: Agent) -> Bool {
+        static func == (a: Agent, b: Agent) -> Bool {
             a.name == b.name && a.index == b.index && a.count == b.count && a.plan.elementsEqual(b.plan, by: { $0 == $1 })
         }
     }
 
     /// The agents, in the order given.
-    public let agents: [Agent]
+    let agents: [Agent]
 
     /// The check of `runs` (named `names`); nil when none of them ran a segment (a plain merge of runs).
     /// A mix of segment runs and plain ones is refused.
@@ -53,10 +53,10 @@ public struct SegmentCheck: Sendable {
     public var count: Int? { Set(agents.map(\.count)).count == 1 ? agents[0].count : nil }
 
     /// The segments present, ascending, each once.
-    public var covered: [Int] { Array(Set(agents.map(\.index))).sorted() }
+    var covered: [Int] { Array(Set(agents.map(\.index))).sorted() }
 
     /// The segments of 0..<N nobody ran (empty when N is not agreed on).
-    public var missing: [Int] {
+    var missing: [Int] {
         guard let n = count else { return [] }
         let have = Set(agents.map(\.index))
         return (0..<n).filter { !have.contains($0) }

@@ -8,10 +8,10 @@ import Foundation
 /// range, because one stalled round moves a whole-run p99 and a range by itself.
 extension VariantComparison {
     /// Rounds each variant needs before one of its differences can be called a regression.
-    public static let minimumRounds = 3
+    static let minimumRounds = 3
 
     /// The verdict on one metric of one variant.
-    public enum DifferenceVerdict: String, Sendable {
+    enum DifferenceVerdict: String, Sendable {
         /// Moved in the good direction.
         case better
         /// Unchanged.
@@ -31,35 +31,35 @@ extension VariantComparison {
     }
 
     /// One metric of one variant against the reference.
-    public struct Difference: Sendable {
+    struct Difference: Sendable {
         /// Metric name (as `pushbench compare --threshold` spells it, or `cpu_s_per_million`).
-        public var metric: String
+        var metric: String
         /// True when larger is better (throughput).
-        public var higherIsBetter: Bool
+        var higherIsBetter: Bool
         /// The reference's whole-run value, and this variant's.
-        public var reference: Double?, value: Double?
+        var reference: Double?, value: Double?
         /// Threshold in percent (nil: reported, not gated).
-        public var threshold: Double?
+        var threshold: Double?
         /// Change of the median round against the reference's median round, in percent (nil without
         /// round figures).
-        public var roundChangePercent: Double?
+        var roundChangePercent: Double?
         /// Round-to-round spread in percent of the reference's median round: the larger of the two
         /// variants' interquartile ranges over their rounds; nil when either has fewer than two rounds
         /// with the figure.
-        public var spreadPercent: Double?
+        var spreadPercent: Double?
         /// Rounds with the figure: the fewer of the two variants'.
-        public var rounds: Int
+        var rounds: Int
         /// The verdict.
-        public var verdict: DifferenceVerdict
+        var verdict: DifferenceVerdict
 
         /// Change against the reference in percent (nil when unknown or from 0).
-        public var changePercent: Double? {
+        var changePercent: Double? {
             guard let b = reference, let n = value, b != 0 else { return nil }
             return (n - b) / abs(b) * 100
         }
 
         /// "+18.65% (rounds +12.0%, spread 25.1%)".
-        public var text: String {
+        var text: String {
             guard let b = reference, let n = value else { return "n/a" }
             let change = changePercent.map { String(format: "%+.2f%%", $0) } ?? (b == n ? "0" : String(format: "%+g", n - b))
             guard let r = roundChangePercent, let s = spreadPercent else { return change }
@@ -81,7 +81,7 @@ extension VariantComparison {
 
     /// Each entry's differences from the reference (empty for the reference): the gated metrics of
     /// `pushbench compare`, then the CPU per million pushes (reported with its spread, not gated).
-    public var differences: [[Difference]] {
+    var differences: [[Difference]] {
         guard let ref = entries.first else { return [] }
         return entries.enumerated().map { i, e in
             guard i > 0, let c = againstReference[i] else { return [] }

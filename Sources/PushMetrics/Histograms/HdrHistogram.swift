@@ -24,15 +24,15 @@ import Darwin
 /// ```
 public final class HdrHistogram {
     /// Smallest value distinguishable from 0 (HdrHistogram's `lowestDiscernibleValue`).
-    public let lowestDiscernibleValue: Int64
+    let lowestDiscernibleValue: Int64
     /// Largest value that can be recorded; larger values are clamped to it and counted in ``clampedCount``.
-    public let highestTrackableValue: Int64
+    @usableFromInline let highestTrackableValue: Int64
     /// Decimal digits of precision kept across the whole range (1…5).
-    public let significantDigits: Int
+    let significantDigits: Int
     /// Number of buckets (the `Buckets` line of a .hgrm footer).
-    public let bucketCount: Int
+    let bucketCount: Int
     /// Linear sub-buckets per bucket (the `SubBuckets` line of a .hgrm footer).
-    public let subBucketCount: Int
+    let subBucketCount: Int
     /// Length of the counts array.
     public let countsLength: Int
 
@@ -54,7 +54,7 @@ public final class HdrHistogram {
         set { stats[0] = newValue }
     }
     /// Values outside `0...highestTrackableValue` that were clamped into range rather than dropped.
-    public private(set) var clampedCount: Int64 {
+    private(set) var clampedCount: Int64 {
         get { stats[1] }
         set { stats[1] = newValue }
     }
@@ -69,9 +69,9 @@ public final class HdrHistogram {
     }
 
     /// Errors raised by ``init(lowestDiscernibleValue:highestTrackableValue:significantDigits:)``.
-    public struct LayoutError: Error, CustomStringConvertible {
+    struct LayoutError: Error, CustomStringConvertible {
         /// What was wrong with the parameters.
-        public let description: String
+        let description: String
     }
 
     /// Creates an empty histogram.
@@ -79,7 +79,7 @@ public final class HdrHistogram {
     ///   - lowestDiscernibleValue: ≥ 1; rounded down to a power of two internally, as HdrHistogram does.
     ///   - highestTrackableValue: ≥ 2 × lowestDiscernibleValue.
     ///   - significantDigits: 1…5.
-    public init(lowestDiscernibleValue: Int64, highestTrackableValue: Int64, significantDigits: Int) throws {
+    init(lowestDiscernibleValue: Int64, highestTrackableValue: Int64, significantDigits: Int) throws {
         guard lowestDiscernibleValue >= 1, lowestDiscernibleValue <= Int64(1) << 40 else {
             throw LayoutError(description: "lowestDiscernibleValue must be 1...2^40, got \(lowestDiscernibleValue)")
         }
@@ -245,7 +245,7 @@ public final class HdrHistogram {
     }
 
     /// Width of the range of values that share `value`'s bucket.
-    public func sizeOfEquivalentValueRange(_ value: Int64) -> Int64 {
+    func sizeOfEquivalentValueRange(_ value: Int64) -> Int64 {
         let b = bucketIndex(of: value)
         let s = subBucketIndex(of: value, bucket: b)
         let adjusted = s >= subBucketCount ? b + 1 : b
@@ -253,19 +253,19 @@ public final class HdrHistogram {
     }
 
     /// The smallest value that shares `value`'s bucket.
-    public func lowestEquivalentValue(_ value: Int64) -> Int64 {
+    func lowestEquivalentValue(_ value: Int64) -> Int64 {
         let b = bucketIndex(of: value)
         let s = subBucketIndex(of: value, bucket: b)
         return Int64(s) << Int64(b + unitMagnitude)
     }
 
     /// The largest value that shares `value`'s bucket (what percentiles and max report).
-    public func highestEquivalentValue(_ value: Int64) -> Int64 {
+    func highestEquivalentValue(_ value: Int64) -> Int64 {
         lowestEquivalentValue(value) + sizeOfEquivalentValueRange(value) - 1
     }
 
     /// The middle of `value`'s bucket (what mean and standard deviation use).
-    public func medianEquivalentValue(_ value: Int64) -> Int64 {
+    func medianEquivalentValue(_ value: Int64) -> Int64 {
         lowestEquivalentValue(value) + sizeOfEquivalentValueRange(value) >> 1
     }
 
@@ -289,7 +289,7 @@ public final class HdrHistogram {
     }
 
     /// Mean over bucket midpoints, as HdrHistogram computes it.
-    public var mean: Double {
+    var mean: Double {
         if totalCount == 0 { return 0 }
         var total = 0.0
         for i in 0..<countsLength where counts[i] != 0 {
@@ -299,7 +299,7 @@ public final class HdrHistogram {
     }
 
     /// Population standard deviation over bucket midpoints, as HdrHistogram computes it.
-    public var standardDeviation: Double {
+    var standardDeviation: Double {
         if totalCount == 0 { return 0 }
         let m = mean
         var total = 0.0
@@ -313,7 +313,7 @@ public final class HdrHistogram {
     /// The 1-based rank of the sample that represents `percentile`, as HdrHistogram_c and the
     /// Python package compute it: `max(1, floor(percentile × count / 100 + 0.5))`. (Java rounds
     /// up instead; the two differ by at most one sample.)
-    public func rank(atPercentile percentile: Double) -> Int64 {
+    func rank(atPercentile percentile: Double) -> Int64 {
         let p = Swift.min(Swift.max(percentile, 0), 100)
         let r = Int64((p * Double(totalCount)) / 100 + 0.5)
         return Swift.max(r, 1)
@@ -336,7 +336,7 @@ public final class HdrHistogram {
     }
 
     /// Non-zero buckets in value order: (highest equivalent value, count).
-    public func recordedValues() -> [(value: Int64, count: Int64)] {
+    func recordedValues() -> [(value: Int64, count: Int64)] {
         var out: [(value: Int64, count: Int64)] = []
         for i in 0..<countsLength where counts[i] != 0 {
             out.append((highestEquivalentValue(valueFromIndex(i)), counts[i]))
@@ -345,7 +345,7 @@ public final class HdrHistogram {
     }
 
     /// True when both histograms hold the same count in every bucket.
-    public func hasSameCounts(as other: HdrHistogram) -> Bool {
+    func hasSameCounts(as other: HdrHistogram) -> Bool {
         guard totalCount == other.totalCount else { return false }
         if sameLayout(as: other) {
             for i in 0..<countsLength where counts[i] != other.counts[i] { return false }
@@ -358,19 +358,19 @@ public final class HdrHistogram {
     // MARK: Percentile distribution
 
     /// One row of the percentile distribution.
-    public struct PercentileTick: Equatable, Sendable {
+    struct PercentileTick: Equatable, Sendable {
         /// Highest equivalent value reached at this level.
-        public var value: Int64
+        var value: Int64
         /// Percentile level iterated to, 0…100.
-        public var percentile: Double
+        var percentile: Double
         /// Cumulative count up to and including `value`'s bucket.
-        public var totalCount: Int64
+        var totalCount: Int64
     }
 
     /// The percentile iteration of HdrHistogram's `outputPercentileDistribution` (Java's
     /// `PercentileIterator`): levels start at 0% and each half-distance to 100% gets
     /// `ticksPerHalfDistance` evenly spaced ticks; the last tick is 100%.
-    public func percentileTicks(ticksPerHalfDistance: Int = 5) -> [PercentileTick] {
+    func percentileTicks(ticksPerHalfDistance: Int = 5) -> [PercentileTick] {
         var ticks: [PercentileTick] = []
         if totalCount == 0 { return ticks }
         var index = 0

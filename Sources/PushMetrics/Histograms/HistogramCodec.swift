@@ -21,7 +21,7 @@ enum HistogramCodec {
     static let maxInflatedBytes = 64 << 20
 
     /// The compressed binary encoding (no base64).
-    public static func encodeCompressed(_ h: HdrHistogram) -> [UInt8] {
+    static func encodeCompressed(_ h: HdrHistogram) -> [UInt8] {
         var inner = [UInt8]()
         inner.reserveCapacity(headerSize + 256)
         appendBE(&inner, encodingCookie)
@@ -67,7 +67,7 @@ enum HistogramCodec {
     }
 
     /// The base64 text of the compressed encoding, as written in .hlog interval lines.
-    public static func encodeBase64(_ h: HdrHistogram) -> String {
+    static func encodeBase64(_ h: HdrHistogram) -> String {
         Data(encodeCompressed(h)).base64EncodedString()
     }
 

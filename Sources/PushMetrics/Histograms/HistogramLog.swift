@@ -40,9 +40,9 @@ public struct IntervalLog: Sendable {
         /// Tag of the line, nil for the untagged (main) series.
         public var tag: String?
         /// Start, in seconds after ``IntervalLog/baseTime``.
-        public var startOffset: Double
+        var startOffset: Double
         /// Length in seconds.
-        public var length: Double
+        var length: Double
         /// The compressed histogram (V2 encoding, not base64).
         public var histogram: EncodedHistogram
 
@@ -55,7 +55,7 @@ public struct IntervalLog: Sendable {
         }
 
         /// The interval's line of the log, newline included (see ``IntervalLog/render(comment:maxValueUnitRatio:)``).
-        public func line(maxValueUnitRatio: Double = 1000) -> String {
+        func line(maxValueUnitRatio: Double = 1000) -> String {
             var out = tag.map { "Tag=\($0)," } ?? ""
             out += String(format: "%.3f,%.3f,%.3f,", Swift.max(startOffset, 0), Swift.max(length, 0),
                           Double(histogram.max) / maxValueUnitRatio)
@@ -66,9 +66,9 @@ public struct IntervalLog: Sendable {
     }
 
     /// `#[StartTime: …]`, seconds since the epoch.
-    public var startTime: Double
+    var startTime: Double
     /// `#[BaseTime: …]`, seconds since the epoch; interval starts are relative to it.
-    public var baseTime: Double
+    var baseTime: Double
     /// The interval lines in file order.
     public var intervals: [Interval]
 
@@ -106,9 +106,9 @@ public struct IntervalLog: Sendable {
     }
 
     /// A malformed .hlog line, with its line number.
-    public struct ParseError: Error, CustomStringConvertible {
+    struct ParseError: Error, CustomStringConvertible {
         /// What was wrong, with the line number.
-        public let description: String
+        let description: String
     }
 
     /// Parses .hlog text with the reader rules of Java/Python `HistogramLogReader` (comments,
@@ -195,7 +195,7 @@ public struct EncodedHistogram: Sendable, Equatable {
     }
 
     /// The base64 text (`HISTFAAA…`).
-    public var base64: String { Data(bytes).base64EncodedString() }
+    var base64: String { Data(bytes).base64EncodedString() }
 
     /// Decodes the histogram. The bytes were produced or validated at init, so this cannot fail.
     public func decode() -> HdrHistogram {

@@ -3,7 +3,7 @@ import PushVocabulary
 /// summary.json `gateway`: what the embedded gateway counted.
 public struct GatewayCounts: Sendable, Equatable {
     /// Push requests received.
-    public var received: Int
+    var received: Int
     /// Responses by HTTP status.
     public var byStatus: [Int: Int]
     /// Error responses by reason.
@@ -57,7 +57,7 @@ public struct FCMCounts: Sendable, Equatable {
     /// Messages accepted.
     public var messagesAccepted: Int
     /// validate_only requests answered.
-    public var validateOnly: Int
+    var validateOnly: Int
     /// Topic or condition messages.
     public var topicMessages: Int
     /// Devices reached by fan-out.
@@ -104,11 +104,11 @@ public struct FCMCounts: Sendable, Equatable {
 /// the gateway received no request the client did not send (answered ≤ received ≤ attempts).
 public struct Reconciliation: Sendable, Equatable {
     /// Requests the client sent, retries included, measured and warm-up.
-    public var clientAttempts: Int
+    var clientAttempts: Int
     /// Responses the client received.
-    public var clientAnswered: Int
+    var clientAnswered: Int
     /// Requests the gateway received.
-    public var gatewayReceived: Int
+    var gatewayReceived: Int
     /// The FCM route's check, when it was used.
     public var fcm: FCMReconciliation?
 
@@ -121,7 +121,7 @@ public struct Reconciliation: Sendable, Equatable {
     }
 
     /// answered ≤ received ≤ attempts.
-    public var consistent: Bool { clientAnswered <= gatewayReceived && gatewayReceived <= clientAttempts }
+    var consistent: Bool { clientAnswered <= gatewayReceived && gatewayReceived <= clientAttempts }
 
     var json: JSONValue {
         var m: [(String, JSONValue)] = [
@@ -141,11 +141,11 @@ public struct Reconciliation: Sendable, Equatable {
 /// have been accepted): ok ≤ accepted ≤ ok + unanswered.
 public struct FCMReconciliation: Sendable, Equatable {
     /// Messages the gateway accepted (validate_only included).
-    public var accepted: Int
+    var accepted: Int
     /// 200s the client counted.
-    public var clientOK: Int
+    var clientOK: Int
     /// Requests the client sent that got no answer (unfinished or lost to the transport).
-    public var clientUnanswered: Int
+    var clientUnanswered: Int
 
     /// The figures.
     public init(accepted: Int, clientOK: Int, clientUnanswered: Int) {
@@ -155,5 +155,5 @@ public struct FCMReconciliation: Sendable, Equatable {
     }
 
     /// ok ≤ accepted ≤ ok + unanswered.
-    public var consistent: Bool { clientOK <= accepted && accepted <= clientOK + clientUnanswered }
+    var consistent: Bool { clientOK <= accepted && accepted <= clientOK + clientUnanswered }
 }

@@ -19,10 +19,10 @@ struct MeasuredTime: Sendable, Equatable {
     }
 
     /// Disjoint spans, in order.
-    public var spans: [Span]
+    var spans: [Span]
 
     /// The union of `spans`.
-    public init(spans: [Span]) {
+    init(spans: [Span]) {
         var out: [Span] = []
         for s in spans.sorted(by: { $0.start < $1.start }) where s.end > s.start {
             if let last = out.last, s.start <= last.end {
@@ -37,7 +37,7 @@ struct MeasuredTime: Sendable, Equatable {
     /// The measured time of `record`: for a merged run, each agent's span from summary.json
     /// `merged_from` (`offset_s`, `measured_s`); for a merged run written without them, the stretches of
     /// consecutive seconds its intervals cover; otherwise 0 … `measuredSeconds`.
-    public init(record r: RunRecord) {
+    init(record r: RunRecord) {
         guard case .array(let agents)? = r.extra.first(where: { $0.0 == "merged_from" })?.1 else {
             self.init(spans: [Span(start: 0, end: Swift.max(r.measuredSeconds, 0))])
             return
@@ -67,15 +67,15 @@ struct MeasuredTime: Sendable, Equatable {
     }
 
     /// Total measured seconds.
-    public var length: Double { spans.reduce(0) { $0 + $1.end - $1.start } }
+    var length: Double { spans.reduce(0) { $0 + $1.end - $1.start } }
 
     /// True when the whole second [s, s + 1) lies in one span: a rate over it is a real rate.
-    public func coversWholeSecond(_ s: Int) -> Bool {
+    func coversWholeSecond(_ s: Int) -> Bool {
         spans.contains { $0.start <= Double(s) + 1e-6 && Double(s + 1) <= $0.end + 1e-6 }
     }
 
     /// True when some of second s was measured.
-    public func touches(_ s: Int) -> Bool {
+    func touches(_ s: Int) -> Bool {
         spans.contains { $0.start < Double(s + 1) - 1e-6 && Double(s) < $0.end - 1e-6 }
     }
 }

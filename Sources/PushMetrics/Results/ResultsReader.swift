@@ -10,7 +10,7 @@ public struct LoadedRun {
     /// The run folder (nil when only a summary.json file was given).
     public var folder: URL?
     /// The summary.json file read.
-    public var summaryURL: URL
+    var summaryURL: URL
     /// summary.json as parsed.
     public var summary: JSONValue
     /// The run id from summary.json.

@@ -32,9 +32,9 @@ public enum ResultsWriter {
         /// Interval log of corrected latency (µs, one histogram per second).
         public static let hlog = "latency.hlog"
         /// Interval log of service time (µs, one histogram per second).
-        public static let serviceHlog = "service_time.hlog"
+        static let serviceHlog = "service_time.hlog"
         /// One row per second.
-        public static let timeline = "timeline.csv"
+        static let timeline = "timeline.csv"
         /// The charts.
         public static let svg = "report.svg"
         /// The charts and tables.
@@ -182,11 +182,11 @@ public enum ResultsWriter {
     // MARK: timeline.csv and .hlog
 
     /// Header of timeline.csv.
-    public static let timelineHeader = "second,sent,completed,ok,errors,transport_errors,p50_us,p99_us,max_us,steal_ms,target"
+    static let timelineHeader = "second,sent,completed,ok,errors,transport_errors,p50_us,p99_us,max_us,steal_ms,target"
 
     /// timeline.csv text: one row per second; `errors` = non-2xx responses + transport errors; `steal_ms`
     /// empty where unknown; `target` the requests the schedule intended in that second, empty without one.
-    public static func timelineCSV(_ merged: [TimelineInterval]) -> String {
+    static func timelineCSV(_ merged: [TimelineInterval]) -> String {
         var out = timelineHeader + "\n"
         for i in merged { out += timelineRow(i) }
         return out
@@ -220,7 +220,7 @@ public enum ResultsWriter {
     // MARK: latest and history.csv
 
     /// Header of history.csv.
-    public static let historyHeader = ReportChart.HistoryRow.csvHeader
+    static let historyHeader = ReportChart.HistoryRow.csvHeader
 
     static func appendHistory(root: URL, runID: String, record r: RunRecord) throws {
         try HistoryFile.append(ReportChart.HistoryRow(runID: runID, record: r), to: root.appendingPathComponent("history.csv"))
@@ -363,7 +363,7 @@ public enum ResultsWriter {
 
     /// Bytes a results root needs free before a run starts: a run folder of a long run with its
     /// per-second logs and charts, with room to spare.
-    public static let minimumFreeBytes: Int64 = 16 << 20
+    static let minimumFreeBytes: Int64 = 16 << 20
 
     /// Checks, before any traffic, that `root` can take a run folder: it is (or can be made) a folder,
     /// a file can be created in it, and it has ``minimumFreeBytes`` free. The error names the folder

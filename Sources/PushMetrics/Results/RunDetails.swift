@@ -46,7 +46,7 @@ public struct RunDetails: Sendable, Equatable {
     public init() {}
 
     /// The sections' summary.json members, in order.
-    public var members: [(String, JSONValue)] {
+    var members: [(String, JSONValue)] {
         var m: [(String, JSONValue)] = []
         if let warmup { m.append(("warmup", warmup.json)) }
         if let accounting { m.append(("accounting", accounting.json)) }
@@ -77,7 +77,7 @@ public struct RunDetails: Sendable, Equatable {
 /// summary.json `accounting`: whether every request is counted once, and the requests outside the counts.
 public struct RunAccounting: Sendable, Equatable {
     /// sent = completed + transport errors + unfinished held, measured and warm-up.
-    public var consistent: Bool
+    var consistent: Bool
     /// Requests sent again after a lost connection.
     public var retries: Int
     /// Requests due but never handed to the transport.
@@ -171,7 +171,7 @@ public struct TLSDetails: Sendable, Equatable {
     /// `handshakes`: handshakes completed, reconnects included.
     public var handshakes: Int
     /// Handshake durations in µs (the histogram is built from them when rendered).
-    public var handshakeMicros: [Int64]
+    var handshakeMicros: [Int64]
 
     /// The handshakes.
     public init(version: String, cipher: String, alpn: String?, serverName: String?, verified: Bool, handshakes: Int,
@@ -206,7 +206,7 @@ public struct TLSDetails: Sendable, Equatable {
 /// CPU time in seconds, user and system.
 public struct CPUTime: Sendable, Equatable {
     /// User seconds.
-    public var user: Double
+    var user: Double
     /// System seconds.
     public var system: Double
     /// A CPU time.
@@ -217,13 +217,13 @@ public struct CPUTime: Sendable, Equatable {
 /// summary.json `machine`: what the host took that the percentiles cannot show; read p99 beside it.
 public struct MachineNoise: Sendable, Equatable {
     /// Online CPUs.
-    public var cpus: Int
+    var cpus: Int
     /// The 1-minute load average when the run started (written to 2 decimals).
     public var loadAverageAtStart: Double?
     /// CPU time the hypervisor stole during the run, in seconds (written as ms to 3 decimals).
     public var stealSeconds: Double?
     /// Involuntary context switches of the driver threads.
-    public var driverInvoluntarySwitches: Int
+    var driverInvoluntarySwitches: Int
 
     /// The figures.
     public init(cpus: Int, loadAverageAtStart: Double?, stealSeconds: Double?, driverInvoluntarySwitches: Int) {
@@ -248,7 +248,7 @@ public struct TokenPruning: Sendable, Equatable {
     /// Distinct tokens pruned.
     public var pruned: Int
     /// Whether every token was pruned, which stopped the run.
-    public var exhausted: Bool
+    var exhausted: Bool
     /// The pruning.
     public init(pruned: Int, exhausted: Bool) { self.pruned = pruned; self.exhausted = exhausted }
 }
@@ -290,7 +290,7 @@ public struct EncoderComparisonShare: Sendable, Equatable {
     /// Rounds this variant ran.
     public var rounds: Int
     /// Length of a round in seconds.
-    public var roundSeconds: Double
+    var roundSeconds: Double
     /// Requests this variant sent.
     public var pushes: Int
     /// Driver threads' CPU seconds in this variant's rounds (written to 3 decimals).
@@ -300,7 +300,7 @@ public struct EncoderComparisonShare: Sendable, Equatable {
     /// The process's CPU seconds in this variant's rounds.
     public var processCPUSeconds: Double
     /// The test-only spin per payload of a deliberately slowed variant, in µs.
-    public var testSlowdownMicroseconds: Double?
+    var testSlowdownMicroseconds: Double?
 
     /// The share.
     public init(variants: [String], rounds: Int, roundSeconds: Double, pushes: Int, driverCPUSeconds: Double,
@@ -339,7 +339,7 @@ public struct RunSettings: Sendable, Equatable {
     /// `payload`: the template file, or "default".
     public var payload: String
     /// `retry`.
-    public var retry: Int
+    var retry: Int
     /// `send_oversize`.
     public var sendOversize: Bool
     /// `apns_id`: whether requests carried an apns-id.

@@ -85,7 +85,7 @@ public struct RunConfig: Sendable, Equatable {
     /// Target URL, or "embedded" for the built-in mock gateway.
     public var target: String
     /// "apns" or "fcm".
-    public var protocolName: String
+    var protocolName: String
     /// Open-loop rate; nil for `--rps max` (closed loop).
     public var rps: Int?
     /// Configured measured duration in seconds (nil with `--requests N`).
@@ -187,7 +187,7 @@ public struct RequestCounts: Sendable, Equatable {
     public init() {}
 
     /// True when the accounting invariant holds.
-    public var isConsistent: Bool {
+    var isConsistent: Bool {
         sent == completed + transportErrors + unfinished && completed == succeeded + failed
     }
 
@@ -279,7 +279,7 @@ public struct TimelineInterval: Sendable, Equatable {
     }
 
     /// Merges entries with the same `second` (sums counts, adds histograms) and sorts by second.
-    public static func merged(_ intervals: [TimelineInterval]) -> [TimelineInterval] {
+    static func merged(_ intervals: [TimelineInterval]) -> [TimelineInterval] {
         var bySecond: [Int: [TimelineInterval]] = [:]
         for i in intervals { bySecond[i.second, default: []].append(i) }
         return bySecond.keys.sorted().map { s in

@@ -4,21 +4,21 @@ import PushVocabulary
 /// summary.json `config.schedule`: the rate schedule of a run whose rate changes over time.
 public struct ScheduleSettings: Sendable, Equatable {
     /// The option as given (`--stages 30s:10k,60s:50k,30s:0`, `--rps 10k..200k`, `--rate-file FILE`).
-    public var spec: String
+    var spec: String
     /// The stages (length in seconds, rate at its start and at its end in requests per second), when
     /// there are at most ``listedStages`` of them; summary.json lists each as `[seconds, from, to]`.
     public var stages: [(seconds: Double, from: Int, to: Int)]
     /// How many stages there are.
-    public var stageCount: Int
+    var stageCount: Int
     /// A fingerprint of the stages: runs of one schedule have the same.
     public var digest: String
     /// Requests the schedule intends in the measured phase (the whole run's, all agents).
     public var requests: Int64
     /// The highest rate in it.
-    public var peakRPS: Int
+    var peakRPS: Int
 
     /// A long rate file lists no stages in summary.json (its digest still tells schedules apart).
-    public static let listedStages = 100
+    static let listedStages = 100
 
     /// The settings; `stages` are listed only when there are at most ``listedStages``.
     public init(spec: String, stages: [(seconds: Double, from: Int, to: Int)], digest: String, requests: Int64, peakRPS: Int) {
@@ -49,11 +49,11 @@ public struct RunStart: Sendable, Equatable {
     /// Whether t0 was given (`--start-at`) rather than taken when the connections were up.
     public var requested: Bool
     /// `--start-late-ok`.
-    public var lateOK: Bool
+    var lateOK: Bool
     /// How long after t0 the first request went out, µs (nil: none was sent, or a closed loop).
-    public var firstSendAfterT0Micros: Int64?
+    var firstSendAfterT0Micros: Int64?
     /// How late that first request was against its intended time, µs.
-    public var firstSendLateMicros: Int64?
+    var firstSendLateMicros: Int64?
 
     /// The figures.
     public init(t0UnixNs: Int64, requested: Bool, lateOK: Bool, firstSendAfterT0Micros: Int64?, firstSendLateMicros: Int64?) {
@@ -82,7 +82,7 @@ public struct RunSegment: Sendable, Equatable {
     /// N.
     public var count: Int
     /// Fingerprint of the payload template (file contents, or the default's name).
-    public var payloadDigest: String
+    var payloadDigest: String
     /// `--seed`.
     public var seed: UInt64
 

@@ -22,7 +22,7 @@ struct TimelineRow: Sendable, Equatable {
     public var target: Int64?
 
     /// A row from its figures.
-    public init(second: Int, sent: Int64, completed: Int64, failed: Int64, transportErrors: Int64,
+    init(second: Int, sent: Int64, completed: Int64, failed: Int64, transportErrors: Int64,
                 latency: (p50: Int64, p99: Int64)?, stealMs: Int64? = nil, target: Int64? = nil) {
         self.second = second
         self.sent = sent
@@ -35,7 +35,7 @@ struct TimelineRow: Sendable, Equatable {
     }
 
     /// The row of a (merged) interval.
-    public init(_ i: TimelineInterval) {
+    init(_ i: TimelineInterval) {
         let h = i.latency.decode()
         self.init(second: i.second, sent: i.sent, completed: i.completed, failed: i.failed, transportErrors: i.transportErrors,
                   latency: h.totalCount > 0 ? (h.valueAtPercentile(50), h.valueAtPercentile(99)) : nil,
@@ -51,7 +51,7 @@ struct TimelineRow: Sendable, Equatable {
 
     /// Reads the rows of a timeline.csv as ``ResultsWriter`` writes it, line by line. A second's
     /// latency counts as timed when it completed a response (every measured response is timed).
-    public static func read(_ url: URL) throws -> [TimelineRow] {
+    static func read(_ url: URL) throws -> [TimelineRow] {
         var rows: [TimelineRow] = []
         var header: [Substring]?
         var column: [String: Int] = [:]

@@ -78,7 +78,7 @@ public struct TimelineMerger {
 /// whole elsewhere.
 public final class TimelineSpool: TimelineSink {
     /// Appended to a file's name while it grows.
-    public static let partialSuffix = ".partial"
+    static let partialSuffix = ".partial"
 
     /// The run folder the partial files are in.
     public let folder: URL
@@ -104,7 +104,7 @@ public final class TimelineSpool: TimelineSink {
     private let start: Double
 
     /// Seconds held in memory (0 unless writing failed).
-    public var retainedIntervals: Int { held.count }
+    var retainedIntervals: Int { held.count }
 
     /// Creates the partial files in `folder` (which must exist) for a run whose measured phase started at
     /// `startedAt`, written by pushbench `version`.
@@ -204,7 +204,7 @@ public final class TimelineSpool: TimelineSink {
 
     /// Removes the partial files, and the folder too when nothing else is in it (the run was written
     /// elsewhere).
-    public func discard() {
+    func discard() {
         close()
         for p in parts { unlink(p.url.path) }
         rmdir(folder.path)

@@ -40,12 +40,12 @@ public final class InMemoryTransport: ByteTransport {
     var capPlace: ConnectionCap?
 
     /// The most bytes one read delivers (default 64 KiB, a socket read's worth); 1 splits every frame.
-    public var readLimit = 64 * 1024
+    var readLimit = 64 * 1024
     /// The most bytes that may wait unread at this end before the peer's writes go pending (default 1 MiB).
-    public var bufferLimit = 1 << 20
+    var bufferLimit = 1 << 20
 
     /// Two connected ends on `loop`.
-    public static func pair(loop: EventLoop) -> (InMemoryTransport, InMemoryTransport) {
+    static func pair(loop: EventLoop) -> (InMemoryTransport, InMemoryTransport) {
         let a = InMemoryTransport(loop: loop), b = InMemoryTransport(loop: loop)
         a.peer = b
         b.peer = a
@@ -69,21 +69,21 @@ public final class InMemoryTransport: ByteTransport {
     }
 
     /// True once this end closed (`close()`, or the session above it closed).
-    public var isClosed: Bool { closed }
+    var isClosed: Bool { closed }
     /// True once the other end closed: it reads nothing more, and this end reads EOF after what is buffered.
-    public var peerHasClosed: Bool { peerClosed || peer == nil }
+    var peerHasClosed: Bool { peerClosed || peer == nil }
 
     // MARK: driving an end by hand
 
     /// Sends `bytes` to the other end as if written by a peer (any bytes: a preface, garbage, half a frame).
-    public func send(_ bytes: [UInt8]) {
+    func send(_ bytes: [UInt8]) {
         guard !closed, let peer, !peer.closed else { return }
         bytes.withUnsafeBytes { peer.inbound.append($0) }
         peer.updateIdle()
     }
 
     /// What the other end wrote since the last call (an end no session took collects it).
-    public func takeReceived() -> [UInt8] {
+    func takeReceived() -> [UInt8] {
         let bytes = Array(inbound.bytes)
         inbound.removeAll()
         peer?.updateIdle()

@@ -33,9 +33,9 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The libuv, nghttp2 or errno code (see `kind`).
     public var code: Int32
     /// The function that failed, e.g. "uv_tcp_connect".
-    public var function: StaticString
+    var function: StaticString
     /// Where the error was raised.
-    public var fileID: StaticString
+    var fileID: StaticString
     /// Line where the error was raised.
     public var line: UInt
 
@@ -45,17 +45,17 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     /// An error of a libuv call returning `code` (< 0).
-    public init(uv code: Int32, _ function: StaticString, fileID: StaticString = #fileID, line: UInt = #line) {
+    init(uv code: Int32, _ function: StaticString, fileID: StaticString = #fileID, line: UInt = #line) {
         self.init(kind: .system, code: code, function: function, fileID: fileID, line: line)
     }
 
     /// An error of a syscall that set `errno`.
-    public init(errno code: Int32, _ function: StaticString, fileID: StaticString = #fileID, line: UInt = #line) {
+    init(errno code: Int32, _ function: StaticString, fileID: StaticString = #fileID, line: UInt = #line) {
         self.init(kind: .errno, code: code, function: function, fileID: fileID, line: line)
     }
 
     /// An error of any kind.
-    public init(kind: Kind, code: Int32, function: StaticString, fileID: StaticString = #fileID, line: UInt = #line) {
+    init(kind: Kind, code: Int32, function: StaticString, fileID: StaticString = #fileID, line: UInt = #line) {
         self.kind = kind
         self.code = code
         self.function = function

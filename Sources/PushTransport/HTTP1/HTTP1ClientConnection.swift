@@ -97,7 +97,7 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable, Cli
         delegate?.connection(self, didFailToConnect: error)
     }
 
-    public func transportDidConnect() {
+    func transportDidConnect() {
         tls = (transport as? SecureTransport)?.connectionInfo
         connectTimer = nil
         everConnected = true
@@ -106,7 +106,7 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable, Cli
         delegate?.connectionDidConnect(self)
     }
 
-    public func transportDidFailToConnect(_ error: TransportError) {
+    func transportDidFailToConnect(_ error: TransportError) {
         transport = nil
         failConnect(error)
     }
@@ -147,7 +147,7 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable, Cli
         }
     }
 
-    public func transportWriteDidComplete() { writePending = false }
+    func transportWriteDidComplete() { writePending = false }
 
     // MARK: reading
 
@@ -195,7 +195,7 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable, Cli
         return 0
     }
 
-    public func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
+    func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
         if closed { return }
         readTime = loop.now
         var off = 0
@@ -231,7 +231,7 @@ public final class HTTP1ClientConnection: ByteTransportOwner, LoopFlushable, Cli
         if !keepAlive { close(TransportError(kind: .closedLocally, code: 0, function: "Connection: close")) }
     }
 
-    public func transportDidClose(_ error: TransportError?) {
+    func transportDidClose(_ error: TransportError?) {
         transport = nil
         // A response without a length ends at EOF.
         if !closed, inFlight { http_parser_execute(parser.parser, HTTP1ClientConnection.settings, nil, 0) }

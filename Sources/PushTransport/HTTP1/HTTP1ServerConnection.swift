@@ -290,10 +290,10 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         delivering = false
     }
 
-    public func transportDidConnect() {}
-    public func transportDidFailToConnect(_ error: TransportError) {}
+    func transportDidConnect() {}
+    func transportDidFailToConnect(_ error: TransportError) {}
 
-    public func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
+    func transportDidRead(_ bytes: UnsafeRawBufferPointer) {
         if isClosed { return }
         owner.bytesIn &+= UInt64(bytes.count)
         // Closing: what the client still sends is dropped (it may be a body it keeps sending after a 413).
@@ -327,7 +327,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         armTimerIfMidRequest()
     }
 
-    public func transportWriteDidComplete() {
+    func transportWriteDidComplete() {
         writePending = false
         wrote()
     }
@@ -372,7 +372,7 @@ public final class HTTP1ServerConnection: ByteTransportOwner, LoopFlushable {
         close(TransportError(kind: .closedLocally, code: 0, function: "write timeout"))
     }
 
-    public func transportDidClose(_ error: TransportError?) {
+    func transportDidClose(_ error: TransportError?) {
         if isClosed { return }
         isClosed = true
         transport = nil

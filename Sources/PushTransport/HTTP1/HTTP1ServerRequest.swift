@@ -19,7 +19,7 @@ public struct HTTP1ServerRequest {
     /// When the request completed, monotonic ns.
     public var receivedAt: UInt64
     /// Whether the connection stays open after the answer (HTTP/1.1 without `Connection: close`).
-    public var keepAlive: Bool
+    var keepAlive: Bool
 }
 
 /// Adds response header fields inside `HTTP1ServerConnection.respond` (written straight into the

@@ -9,11 +9,11 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// SETTINGS_INITIAL_WINDOW_SIZE announced to the peer (how much response body it may send per stream).
     public var initialWindowSize: Int = 1 << 20
     /// Connection-level receive window announced with a WINDOW_UPDATE at start.
-    public var connectionWindowSize: Int = 16 << 20
+    var connectionWindowSize: Int = 16 << 20
     /// Bytes of the per-connection staging buffer (HEADERS, SETTINGS, DATA frame headers).
-    public var stagingCapacity: Int = 64 * 1024
+    var stagingCapacity: Int = 64 * 1024
     /// iovecs per write batch (each zero-copy DATA frame uses one for its body).
-    public var iovCapacity: Int = 1024
+    var iovCapacity: Int = 1024
     /// Whether responses carry their header fields (`HTTP2Response.headers`). A caller that needs only
     /// the status and the body turns this off and saves copying every field of every response.
     public var keepsResponseHeaders: Bool = true
@@ -23,7 +23,7 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var responseBodyLimit: Int = 1 << 20
     /// The most response header bytes kept per stream (name + value of each field; `:status` always
     /// counts); the fields past it are dropped. Only kept headers cost memory.
-    public var responseHeaderLimit: Int = 64 * 1024
+    var responseHeaderLimit: Int = 64 * 1024
     /// Creates the defaults.
     public init() {}
 }

@@ -48,7 +48,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     /// the reference a test compares the rules with. Read when the session starts.
     var libraryChecksResponses = false
     /// The peer's settings now in force (defaults until the first SETTINGS arrives).
-    public private(set) var peerSettings: HTTP2Settings
+    private(set) var peerSettings: HTTP2Settings
     /// What the TLS handshake settled (version, cipher, ALPN, the server's certificate, the time it
     /// took); nil on cleartext and until the handshake is done.
     public private(set) var tls: TLSConnectionInfo?

@@ -3,11 +3,11 @@ import CNGHTTP2
 /// A GOAWAY frame received from the peer.
 public struct HTTP2GoAway: Sendable {
     /// The last stream id the peer processed (streams above it were not and may be retried).
-    public var lastStreamID: Int32
+    var lastStreamID: Int32
     /// The HTTP/2 error code (0 = NO_ERROR: graceful shutdown).
-    public var errorCode: UInt32
+    var errorCode: UInt32
     /// The opaque debug data (the mock gateway puts a JSON reason here).
-    public var debugData: [UInt8]
+    var debugData: [UInt8]
 
     /// The GOAWAY in a received frame (copies the debug data).
     init(frame: UnsafePointer<nghttp2_frame>) {

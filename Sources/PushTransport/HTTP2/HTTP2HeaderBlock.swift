@@ -41,7 +41,7 @@ public final class HTTP2HeaderBlock: @unchecked Sendable {
     /// Template index of per-request field k.
     let dynamicIndex: [Int]
     /// Number of per-request fields.
-    public var perRequestFieldCount: Int { dynamicIndex.count }
+    var perRequestFieldCount: Int { dynamicIndex.count }
     /// Template indices of the `.unique` fields (sent NO_INDEX except on a connection's first request).
     let uniqueIndex: [Int]
     /// How `ResponseMessageRules` starts judging the responses to this block's requests (it depends on

@@ -19,11 +19,11 @@ public struct HTTP2Response {
 /// Timestamps of one stream, monotonic ns (`EventLoop.nowNanoseconds()`); 0 when it did not happen.
 public struct HTTP2StreamTiming: Sendable {
     /// When `submit` was called.
-    public var submitted: UInt64
+    var submitted: UInt64
     /// When the request HEADERS frame was handed to the socket batch.
-    public var headersSent: UInt64
+    var headersSent: UInt64
     /// When the response HEADERS began to arrive.
-    public var responseHeadersReceived: UInt64
+    var responseHeadersReceived: UInt64
     /// When the response ended (END_STREAM received) or the stream failed.
     public var completed: UInt64
 }

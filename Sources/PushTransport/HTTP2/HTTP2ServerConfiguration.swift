@@ -5,15 +5,15 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// SETTINGS_INITIAL_WINDOW_SIZE announced to clients (request body bytes per stream before a WINDOW_UPDATE).
     public var initialWindowSize: Int = 1 << 20
     /// Connection-level receive window announced at start.
-    public var connectionWindowSize: Int = 16 << 20
+    var connectionWindowSize: Int = 16 << 20
     /// Set SO_REUSEPORT before bind so several loops (threads) can listen on one port.
     public var reusePort = false
     /// listen(2) backlog.
     public var backlog: Int32 = 1024
     /// Bytes of the per-connection staging buffer.
-    public var stagingCapacity: Int = 64 * 1024
+    var stagingCapacity: Int = 64 * 1024
     /// iovecs per write batch.
-    public var iovCapacity: Int = 1024
+    var iovCapacity: Int = 1024
     /// Bounds the time from accept to a chosen protocol (the TLS handshake, the first bytes when they
     /// decide); a connection that takes longer is refused. 0: no bound.
     public var protocolSelectionTimeoutMilliseconds: UInt64 = 10_000
@@ -39,7 +39,7 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var servesHTTP1 = false
     /// An HTTP/1.1 request still unfinished this long after its first bytes is answered 408 and its
     /// connection closed (0: wait for ever).
-    public var http1RequestTimeoutMilliseconds: UInt64 = 10_000
+    var http1RequestTimeoutMilliseconds: UInt64 = 10_000
     /// Creates the defaults.
     public init() {}
 }

@@ -110,5 +110,5 @@ extension HTTP2ServerConnection {
     }
 
     /// The client's settings now in force.
-    public var peerSettings: HTTP2Settings { remoteSettings() }
+    var peerSettings: HTTP2Settings { remoteSettings() }
 }

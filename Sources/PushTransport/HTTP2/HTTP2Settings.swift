@@ -7,9 +7,9 @@ public struct HTTP2Settings: Sendable, Equatable {
     /// SETTINGS_INITIAL_WINDOW_SIZE.
     public var initialWindowSize: Int
     /// SETTINGS_MAX_FRAME_SIZE.
-    public var maxFrameSize: Int
+    var maxFrameSize: Int
     /// SETTINGS_HEADER_TABLE_SIZE.
-    public var headerTableSize: Int
+    var headerTableSize: Int
     /// SETTINGS_MAX_HEADER_LIST_SIZE (Int(UInt32.max) when unlimited).
     public var maxHeaderListSize: Int
 

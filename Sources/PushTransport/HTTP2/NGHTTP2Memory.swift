@@ -31,10 +31,10 @@ public final class NGHTTP2Memory {
     let state: UnsafeMutablePointer<UInt64>
 
     /// The default ``poolLimit``: what a loop serving thousands of busy streams reuses, and no more.
-    public static let defaultPoolLimit = 16 << 20
+    static let defaultPoolLimit = 16 << 20
 
     /// Creates an allocator; `pooling: false` forwards every request to malloc (for comparisons).
-    public init(pooling: Bool = true, poolLimit: Int = NGHTTP2Memory.defaultPoolLimit) {
+    init(pooling: Bool = true, poolLimit: Int = NGHTTP2Memory.defaultPoolLimit) {
         state = .allocate(capacity: Word.count)
         state.initialize(repeating: 0, count: Word.count)
         state[Word.pooling] = pooling ? 1 : 0
@@ -47,7 +47,7 @@ public final class NGHTTP2Memory {
     }
 
     /// Gives every pooled block back to malloc (after a burst: many connections closed at once).
-    public func trimPool() {
+    func trimPool() {
         for c in 0..<Word.classes {
             var p = UnsafeMutableRawPointer(bitPattern: UInt(state[Word.heads + c]))
             while let block = p {
@@ -61,14 +61,14 @@ public final class NGHTTP2Memory {
     }
 
     /// Bytes in the pool's free lists now.
-    public var pooledBytes: Int { Int(state[Word.pooledBytes]) }
+    var pooledBytes: Int { Int(state[Word.pooledBytes]) }
     /// The most bytes the pool keeps; blocks freed past it go back to malloc.
-    public var poolLimit: Int { Int(state[Word.poolLimit]) }
+    var poolLimit: Int { Int(state[Word.poolLimit]) }
 
     /// Blocks nghttp2 obtained from malloc (after pooling) so far.
     public var allocations: UInt64 { state[Word.mallocs] }
     /// Blocks given back to free so far.
-    public var frees: UInt64 { state[Word.frees] }
+    var frees: UInt64 { state[Word.frees] }
     /// Allocation requests nghttp2 made (served from the pool or from malloc).
     public var requests: UInt64 { state[Word.requests] }
 
@@ -122,7 +122,7 @@ public final class NGHTTP2Memory {
     }
 
     /// The C allocator table (for tests that drive it directly; sessions get it internally).
-    public var testTable: nghttp2_mem { table }
+    var testTable: nghttp2_mem { table }
 
     /// The C allocator table; `mem_user_data` points at the state block.
     var table: nghttp2_mem {

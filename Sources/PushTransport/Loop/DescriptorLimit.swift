@@ -30,7 +30,7 @@ public enum DescriptorLimit {
     }
 
     /// Descriptors open in this process now (the entries of /proc/self/fd).
-    public static var inUse: Int? {
+    static var inUse: Int? {
         guard let dir = opendir("/proc/self/fd") else { return nil }
         defer { closedir(dir) }
         var n = 0

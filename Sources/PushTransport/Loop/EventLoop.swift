@@ -18,7 +18,7 @@ import Synchronization
 /// ```
 public final class EventLoop {
     /// The libuv loop; valid until `close()`.
-    public let uvLoop: UnsafeMutablePointer<uv_loop_t>
+    let uvLoop: UnsafeMutablePointer<uv_loop_t>
     /// The thread-safe handle: stop the loop or run a closure on it from any thread.
     public let handle: EventLoopHandle
     private let prepare: UnsafeMutablePointer<uv_prepare_t>
@@ -95,7 +95,7 @@ public final class EventLoop {
     }
 
     /// Runs one loop iteration; blocks for I/O when `wait` is true.
-    public func runOnce(wait: Bool = true) {
+    func runOnce(wait: Bool = true) {
         uv_run(uvLoop, wait ? UV_RUN_ONCE : UV_RUN_NOWAIT)
     }
 

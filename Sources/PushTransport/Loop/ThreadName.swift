@@ -13,7 +13,7 @@ public func nameCurrentThread(_ name: String) {
 }
 
 /// The calling thread's kernel name (what ``nameCurrentThread(_:)`` set).
-public func currentThreadName() -> String {
+func currentThreadName() -> String {
     var buffer = [CChar](repeating: 0, count: 16)
     _ = pb_get_thread_name(&buffer)
     return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -34,7 +34,7 @@ public final class LoopTimer {
     public func stop() { uv_timer_stop(timer) }
 
     /// Whether the timer is armed.
-    public var isActive: Bool { uv_is_active(pb_timer_as_handle(timer)) != 0 }
+    var isActive: Bool { uv_is_active(pb_timer_as_handle(timer)) != 0 }
 
     /// Whether an armed timer keeps `EventLoop.run()` from returning on its own (default true).
     public func setKeepsLoopAlive(_ on: Bool) {

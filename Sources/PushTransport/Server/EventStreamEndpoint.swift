@@ -38,7 +38,7 @@ public final class EventStreamEndpoint: Sendable {
         }
 
         /// The event as it goes on the wire, ending with its empty line.
-        public var wire: String {
+        var wire: String {
             var text = "event: \(name)\n"
             if let id { text += "id: \(id)\n" }
             for line in data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
@@ -62,9 +62,9 @@ public final class EventStreamEndpoint: Sendable {
         public var viewers: Int
         /// Bytes that may wait for one viewer, beyond what it is still owed of its first replay, before it
         /// is closed.
-        public var viewerBufferBytes: Int
+        var viewerBufferBytes: Int
         /// `.history` events kept for viewers that connect later.
-        public var keptEvents: Int
+        var keptEvents: Int
         /// The one line of the 503 answered to the viewer past ``viewers``.
         public var refusal: String
 

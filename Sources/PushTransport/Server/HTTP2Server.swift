@@ -59,12 +59,12 @@ public final class HTTP2Server {
     /// Connections open now (HTTP/2 and HTTP/1.1).
     public var connectionsOpen: Int { connections.count + http1Connections.count }
     /// HTTP/1.1 connections open now.
-    public var http1ConnectionsOpen: Int { http1Connections.count }
+    var http1ConnectionsOpen: Int { http1Connections.count }
     /// Connections refused before a session started (no protocol this server speaks, a failed TLS
     /// handshake, no preface in time).
-    public private(set) var connectionsRefused: UInt64 = 0
+    private(set) var connectionsRefused: UInt64 = 0
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced to new connections (see `updateSettings`).
-    public private(set) var currentMaxConcurrentStreams: Int
+    private(set) var currentMaxConcurrentStreams: Int
 
     /// Creates a server (not yet listening).
     public init(loop: EventLoop, configuration: HTTP2ServerConfiguration = HTTP2ServerConfiguration(),

@@ -20,7 +20,7 @@ public final class ScrapeEndpoint: Sendable {
         /// HTTP status.
         public var status: Int
         /// `content-type` of the body.
-        public var contentType: String
+        var contentType: String
         /// The body.
         public var body: String
 

@@ -8,7 +8,7 @@ public struct TLSIdentity: Sendable, Equatable {
     public var privateKeyPEM: String
 
     /// An identity; see the properties.
-    public init(certificateChainPEM: String, privateKeyPEM: String) {
+    init(certificateChainPEM: String, privateKeyPEM: String) {
         self.certificateChainPEM = certificateChainPEM
         self.privateKeyPEM = privateKeyPEM
     }

@@ -14,7 +14,7 @@ public struct TLSConnectionInfo: Sendable, Equatable {
     public var handshakeNanoseconds: UInt64
 
     /// A value; see the properties.
-    public init(version: String, cipher: String, alpn: String?, serverName: String?,
+    init(version: String, cipher: String, alpn: String?, serverName: String?,
                 peerCertificate: TLSPeerCertificate?, handshakeNanoseconds: UInt64) {
         self.version = version
         self.cipher = cipher
@@ -28,12 +28,12 @@ public struct TLSConnectionInfo: Sendable, Equatable {
 /// The certificate a TLS peer presented, and whether it verified against the trusted CAs.
 public struct TLSPeerCertificate: Sendable, Equatable {
     /// The subject, one line (RFC 2253), e.g. `UID=com.example.app,CN=Apple Push Services: com.example.app`.
-    public var subject: String
+    var subject: String
     /// The subject's UID attribute (OID 0.9.2342.19200300.100.1.1), if present: an APNs provider
     /// certificate carries its topic (bundle id) there.
-    public var subjectUID: String?
+    var subjectUID: String?
     /// The issuer, one line (RFC 2253).
-    public var issuer: String
+    var issuer: String
     /// Whether the chain verified against the trusted CAs (and, on a client, the name matched).
     public var verified: Bool
     /// OpenSSL's reason when it did not verify, e.g. `certificate has expired`.
@@ -42,7 +42,7 @@ public struct TLSPeerCertificate: Sendable, Equatable {
     public var pem: String
 
     /// A value; see the properties.
-    public init(subject: String, subjectUID: String?, issuer: String, verified: Bool, verificationError: String?, pem: String) {
+    init(subject: String, subjectUID: String?, issuer: String, verified: Bool, verificationError: String?, pem: String) {
         self.subject = subject
         self.subjectUID = subjectUID
         self.issuer = issuer

@@ -165,7 +165,7 @@ public final class TLSServerContext: @unchecked Sendable {
 
     let ctx: OpaquePointer
     /// The client-certificate policy given at init.
-    public let clientCertificates: ClientCertificates
+    let clientCertificates: ClientCertificates
 
     /// A context serving the chain in `certificateFile` (PEM, leaf first) with the key in `privateKeyFile`.
     public convenience init(certificateFile: String, privateKeyFile: String, clientCertificates: ClientCertificates = .none,

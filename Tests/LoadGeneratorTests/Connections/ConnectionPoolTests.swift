@@ -1,5 +1,5 @@
 import CNGHTTP2
-import MockGateway
+@testable import MockGateway
 import PushPayload
 import Testing
 @testable import LoadGenerator

@@ -1,6 +1,6 @@
 import CAllocCounter
 import Foundation
-import MockGateway
+@testable import MockGateway
 import PushCredentials
 import PushPayload
 import PushTransport

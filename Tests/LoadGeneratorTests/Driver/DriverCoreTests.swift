@@ -1,5 +1,5 @@
 import Testing
-import PushMetrics
+@testable import PushMetrics
 @testable import LoadGenerator
 
 @Suite struct DriverCoreTests {

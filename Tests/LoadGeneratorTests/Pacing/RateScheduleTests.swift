@@ -1,6 +1,6 @@
 import Testing
-import PushMetrics
-import PushPayload
+@testable import PushMetrics
+@testable import PushPayload
 @testable import LoadGenerator
 
 /// The stage arithmetic of ``RateSchedule``: every intended time exact, across stage boundaries, down to 0

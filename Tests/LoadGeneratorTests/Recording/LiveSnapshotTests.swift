@@ -1,4 +1,5 @@
-import LoadGenerator
+@testable import LoadGenerator
+import Synchronization
 import Testing
 
 /// What the progress line and the dashboard read of the driver threads' live counters.

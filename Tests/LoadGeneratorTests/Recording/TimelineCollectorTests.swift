@@ -1,5 +1,5 @@
 import Testing
-import PushMetrics
+@testable import PushMetrics
 @testable import LoadGenerator
 
 /// A sink that counts what it is given and keeps nothing.

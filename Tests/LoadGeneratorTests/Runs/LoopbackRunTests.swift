@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import MockGateway
-import PushMetrics
+@testable import MockGateway
+@testable import PushMetrics
 import PushPayload
 @testable import LoadGenerator
 

@@ -1,4 +1,4 @@
-import PushMetrics
+@testable import PushMetrics
 import Testing
 @testable import LoadGenerator
 

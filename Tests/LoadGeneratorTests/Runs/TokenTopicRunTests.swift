@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import MockGateway
+@testable import MockGateway
 import PushPayload
 @testable import LoadGenerator
 

@@ -1,7 +1,7 @@
 import Foundation
 import PushCredentials
 import Testing
-import MockGateway
+@testable import MockGateway
 
 /// Provider tokens over real sockets (h2c): the python h2 probe sends them, sees the reasons and the
 /// SETTINGS the gateway sends as the first valid token arrives.

@@ -1,5 +1,5 @@
 import CAllocCounter
-import PushCredentials
+@testable import PushCredentials
 import PushVocabulary
 import Testing
 @testable import MockGateway

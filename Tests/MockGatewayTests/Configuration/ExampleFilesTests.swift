@@ -1,5 +1,5 @@
 import Foundation
-import PushPayload
+@testable import PushPayload
 import PushVocabulary
 import Testing
 @testable import MockGateway

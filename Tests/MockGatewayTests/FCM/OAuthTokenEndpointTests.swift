@@ -1,5 +1,5 @@
 import Foundation
-import PushCredentials
+@testable import PushCredentials
 import Testing
 @testable import MockGateway
 

@@ -1,6 +1,6 @@
 import Testing
 @testable import MockGateway
-import PushPayload
+@testable import PushPayload
 
 /// The correlation scanner and correlator without sockets: where an id may sit, split ids, repeated,
 /// malformed and foreign ones.

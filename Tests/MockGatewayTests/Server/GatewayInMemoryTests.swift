@@ -1,4 +1,4 @@
-import PushTransport
+@testable import PushTransport
 import Testing
 @testable import MockGateway
 

@@ -1,4 +1,4 @@
-import PushTransport
+@testable import PushTransport
 import Testing
 
 /// The HTTP/1.1 client against the HTTP/1.1 server (in memory) and against raw bytes.

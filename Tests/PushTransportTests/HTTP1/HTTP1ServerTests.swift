@@ -1,5 +1,5 @@
 import CNGHTTP2
-import PushTransport
+@testable import PushTransport
 import Testing
 
 /// A server delegate that answers every HTTP/1.1 request 200 with `method path body-length`, or holds it.

@@ -1,5 +1,5 @@
 import CNGHTTP2
-import PushTransport
+@testable import PushTransport
 import Testing
 
 /// One frame as a hand-driven peer read it.

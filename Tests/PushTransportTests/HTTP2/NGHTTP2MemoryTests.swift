@@ -1,5 +1,5 @@
 import CNGHTTP2
-import PushTransport
+@testable import PushTransport
 import Testing
 
 /// The pooled nghttp2 allocator behaves like malloc/calloc/realloc/free.

@@ -1,5 +1,5 @@
 import CNGHTTP2
-import PushTransport
+@testable import PushTransport
 import Testing
 
 /// Client-to-server round trips on one loop in the test thread, over an in-memory pair unless a

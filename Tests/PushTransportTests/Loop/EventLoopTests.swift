@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import PushTransport
+@testable import PushTransport
 import Synchronization
 import Testing
 

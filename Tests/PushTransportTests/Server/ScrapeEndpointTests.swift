@@ -1,5 +1,5 @@
 import Foundation
-import PushTransport
+@testable import PushTransport
 import Synchronization
 import Testing
 

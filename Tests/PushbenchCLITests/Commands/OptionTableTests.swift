@@ -1,5 +1,6 @@
 import Foundation
-import MockGateway
+@testable import CommandLineOptions
+@testable import MockGateway
 import Testing
 @testable import LoadGenerator
 @testable import PushbenchCLI

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import LoadGenerator
+@testable import LoadGenerator
 @testable import PushbenchCLI
 
 /// `--stages`, `--rps A..B`, `--rate-file`, `--segment`, `--start-at`: what they accept, what they refuse

@@ -1,6 +1,6 @@
 import Foundation
-import LoadGenerator
-import PushMetrics
+@testable import LoadGenerator
+@testable import PushMetrics
 import Testing
 @testable import PushbenchCLI
 

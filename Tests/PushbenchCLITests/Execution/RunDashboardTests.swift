@@ -1,5 +1,5 @@
 import Foundation
-import LoadGenerator
+@testable import LoadGenerator
 import PushMetrics
 import PushVocabulary
 import Testing

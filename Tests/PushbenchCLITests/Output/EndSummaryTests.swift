@@ -1,6 +1,6 @@
 import Foundation
 @testable import LoadGenerator
-import PushMetrics
+@testable import PushMetrics
 import Testing
 @testable import PushbenchCLI
 

@@ -1,4 +1,4 @@
-import LoadGenerator
+@testable import LoadGenerator
 import Testing
 @testable import PushbenchCLI
 
