@@ -1,0 +1,176 @@
+import Foundation
+import PushMetrics
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `pushbench dashboard` over local agents, as a distributed run is watched: three `pushbench run
+/// --dashboard` processes sharing `--start-at` against one gateway, the dashboard following them. Its
+/// merged p99 of each second equals that second's p99 in the merged run folder (`pushbench merge` of
+/// the agents' folders); an agent killed mid-run is named missing in the seconds after.
+@Suite(.serialized) struct DashboardAgentsTests {
+    /// A child process writing to files; stopped with SIGKILL (Foundation starts children with SIGTERM blocked).
+    final class Child {
+        let process = Process()
+        let out: URL, err: URL
+
+        init(_ args: [String], in dir: URL, name: String) throws {
+            let bin = try #require(PushbenchBinary.url, "build pushbench first (swift build --build-tests)")
+            out = dir.appendingPathComponent("\(name).out")
+            err = dir.appendingPathComponent("\(name).err")
+            FileManager.default.createFile(atPath: out.path, contents: nil)
+            FileManager.default.createFile(atPath: err.path, contents: nil)
+            process.executableURL = bin
+            process.arguments = args
+            process.standardOutput = try FileHandle(forWritingTo: out)
+            process.standardError = try FileHandle(forWritingTo: err)
+            try process.run()
+        }
+
+        var stdout: String { (try? String(contentsOf: out, encoding: .utf8)) ?? "" }
+        var stderr: String { (try? String(contentsOf: err, encoding: .utf8)) ?? "" }
+
+        /// Waits at most `seconds` for it to exit; true when it did.
+        func wait(_ seconds: Double) -> Bool {
+            let until = Date().addingTimeInterval(seconds)
+            while process.isRunning && Date() < until { usleep(50_000) }
+            return !process.isRunning
+        }
+
+        func kill() {
+            if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+    }
+
+    /// Unix seconds with milliseconds, `offset` seconds from now.
+    static func startAt(_ offset: Double) -> String {
+        String(format: "%.3f", Date().timeIntervalSince1970 + offset)
+    }
+
+    /// The merged seconds the dashboard printed (`--ndjson`), by second.
+    static func printed(_ dashboard: Child) -> [Int: LiveSecond] {
+        var out: [Int: LiveSecond] = [:]
+        for line in dashboard.stdout.split(separator: "\n") {
+            if let s = try? LiveSecond.parse(line: String(line)) { out[s.interval.second] = s }
+        }
+        return out
+    }
+
+    /// Polls `condition` every 100 ms for at most `seconds`.
+    static func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let until = Date().addingTimeInterval(seconds)
+        while Date() < until {
+            if condition() { return true }
+            usleep(100_000)
+        }
+        return condition()
+    }
+
+    /// timeline.csv's rows, each its numeric columns by name.
+    static func timeline(_ url: URL) throws -> [[String: Int64]] {
+        let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        let names = try #require(lines.first).map(String.init)
+        return lines.dropFirst().map { fields in
+            var row: [String: Int64] = [:]
+            for (name, value) in zip(names, fields) { row[name] = Int64(value) }
+            return row
+        }
+    }
+
+    static func agentArgs(_ i: Int, of n: Int, gateway: String, rps: Int, duration: String, start: String, port: Int, out: URL) -> [String] {
+        ["run", "--target", gateway, "--rps", "\(rps)", "--duration", duration, "--segment", "\(i)/\(n)", "--start-at", start,
+         "--warmup", "0s", "--connections", "1", "--dashboard", "127.0.0.1:\(port)", "--dashboard-linger", "5s",
+         "--label", "agent-\(i)", "--out", out.appendingPathComponent("agent-\(i)").path, "--quiet"]
+    }
+
+    @Test func theMergedLiveP99OfEachSecondIsTheMergedRunFoldersP99() throws {
+        let gateway = try LoopbackGatewayProcess()
+        defer { gateway.stop() }
+        let dir = PushbenchBinary.tempDir("pushbench-dashboard")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ports = (0..<3).map { _ in PipelineServiceTests.freePort() }
+        let start = Self.startAt(3)
+        var agents: [Child] = []
+        defer { for a in agents { a.kill() } }
+        for i in 0..<3 {
+            agents.append(try Child(Self.agentArgs(i, of: 3, gateway: gateway.url, rps: 900, duration: "4s", start: start, port: ports[i], out: dir),
+                                    in: dir, name: "agent-\(i)"))
+        }
+        let listen = PipelineServiceTests.freePort()
+        let dashboard = try Child(["dashboard"] + ports.map { "http://127.0.0.1:\($0)" }
+                                  + ["--listen", "127.0.0.1:\(listen)", "--ndjson", "--quiet", "--dashboard-linger", "30s"],
+                                  in: dir, name: "dashboard")
+        defer { dashboard.kill() }
+        for (i, a) in agents.enumerated() {
+            #expect(a.wait(40), "agent \(i) did not end")
+            #expect(a.process.terminationStatus == 0, "agent \(i): \(a.stderr)")
+        }
+        // Every agent said it is done: the dashboard merged its last second and says so.
+        #expect(Self.eventually(15) { dashboard.stderr.contains(" merged seconds, 3 of 3 agents done") }, "\(dashboard.stderr)")
+        #expect(dashboard.process.isRunning, "it keeps serving the final page for --dashboard-linger")
+        let live = Self.printed(dashboard)
+
+        let merge = try PushbenchBinary.run(["merge"] + (0..<3).map { dir.appendingPathComponent("agent-\($0)/latest").path }
+                                            + ["--out", dir.appendingPathComponent("merged").path])
+        #expect(merge.status == 0, "\(merge.err)")
+        let rows = try Self.timeline(dir.appendingPathComponent("merged/timeline.csv"))
+        var compared = 0
+        for row in rows where row["completed"] ?? 0 > 0 {
+            let second = Int(row["second"] ?? -1)
+            let s = try #require(live[second], "second \(second) of the merged folder is not on the dashboard: \(live.keys.sorted())")
+            #expect(s.agents == 3 && s.missingAgents == [], "second \(second): \(s.jsonLine().prefix(200))")
+            #expect(s.interval.completed == row["completed"] && s.interval.sent == row["sent"], "second \(second)")
+            let h = s.interval.latency.decode()
+            #expect(h.valueAtPercentile(99) == row["p99_us"], "second \(second): the dashboard's p99 is the merged folder's")
+            #expect(h.valueAtPercentile(50) == row["p50_us"], "second \(second)")
+            compared += 1
+        }
+        #expect(compared >= 3, "\(rows.count) rows, \(live.count) live seconds")
+        // The merged histograms are the merged folder's, bucket for bucket: the whole run's p99.9 agrees too.
+        let log = try IntervalLog.parse(String(contentsOf: dir.appendingPathComponent("merged/latency.hlog"), encoding: .utf8))
+        let folderWhole = HdrHistogram.latencyMicroseconds(), liveWhole = HdrHistogram.latencyMicroseconds()
+        for i in log.intervals { folderWhole.add(i.histogram.decode()) }
+        for s in live.values { liveWhole.add(s.interval.latency.decode()) }
+        #expect(liveWhole.totalCount == folderWhole.totalCount)
+        #expect(liveWhole.valueAtPercentile(99.9) == folderWhole.valueAtPercentile(99.9))
+    }
+
+    @Test func anAgentKilledMidRunIsNamedMissingInTheSecondsAfter() throws {
+        let gateway = try LoopbackGatewayProcess()
+        defer { gateway.stop() }
+        let dir = PushbenchBinary.tempDir("pushbench-dashboard")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ports = (0..<2).map { _ in PipelineServiceTests.freePort() }
+        let start = Self.startAt(3)
+        let agents = try (0..<2).map { i in
+            try Child(Self.agentArgs(i, of: 2, gateway: gateway.url, rps: 400, duration: "6s", start: start, port: ports[i], out: dir),
+                      in: dir, name: "agent-\(i)")
+        }
+        defer { for a in agents { a.kill() } }
+        let dashboard = try Child(["dashboard", "http://127.0.0.1:\(ports[0])", "http://127.0.0.1:\(ports[1])",
+                                   "--listen", "127.0.0.1:\(PipelineServiceTests.freePort())", "--wait", "1s", "--ndjson"],
+                                  in: dir, name: "dashboard")
+        defer { dashboard.kill() }
+        let name = "127.0.0.1:\(ports[1])"
+        // Two whole seconds first, then agent 1 dies.
+        #expect(Self.eventually(20) { Self.printed(dashboard).values.filter { $0.agents == 2 }.count >= 2 }, "\(dashboard.stderr)")
+        agents[1].kill()
+        #expect(agents[0].wait(30) && agents[0].process.terminationStatus == 0, "\(agents[0].stderr)")
+        // Agent 0's seconds after the kill go out after the wait, agent 1 named in each.
+        #expect(Self.eventually(10) { Self.printed(dashboard).values.contains { $0.interval.second >= 5 } }, "\(dashboard.stderr)")
+        let live = Self.printed(dashboard)
+        let after = live.values.filter { $0.missingAgents == [name] }
+        #expect(!after.isEmpty, "\(live.values.map { "\($0.interval.second): \($0.missingAgents ?? [])" })")
+        #expect(after.allSatisfy { $0.agents == 1 && $0.interval.completed > 0 })
+        let firstMissing = after.map(\.interval.second).min() ?? 0
+        #expect(live.values.filter { $0.interval.second > firstMissing }.allSatisfy { $0.missingAgents == [name] },
+                "once gone, missing in every second after")
+        #expect(live.values.filter { $0.interval.second < firstMissing }.allSatisfy { $0.agents == 2 && $0.missingAgents == [] })
+        #expect(dashboard.stderr.contains("pushbench dashboard: agent \(name) does not answer: "), "\(dashboard.stderr)")
+        #expect(dashboard.stderr.contains("; missing: \(name)"), "the line of a second names it")
+        // It never said it is done: the dashboard keeps following (a stop signal ends it).
+        #expect(dashboard.process.isRunning)
+    }
+}
