@@ -56,47 +56,8 @@ public final class ScrapeEndpoint: Sendable {
     /// on a thread of its own: nil from the handler is 404. GET and HEAD only (else 405).
     public static func start(host: String, port: Int,
                              handler: @escaping @Sendable (_ path: String) -> Response?) throws(Failure) -> ScrapeEndpoint {
-        let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        func failure(_ what: String) -> Failure { Failure(description: "listen \(shown): \(what): \(String(cString: strerror(errno)))") }
-        var storage = sockaddr_storage()
-        func store<A>(_ address: A) -> socklen_t {
-            withUnsafeMutableBytes(of: &storage) { dst in withUnsafeBytes(of: address) { dst.copyMemory(from: $0) } }
-            return socklen_t(MemoryLayout<A>.size)
-        }
-        let family = host.contains(":") ? AF_INET6 : AF_INET
-        var length: socklen_t
-        var numeric: Bool
-        if family == AF_INET6 {
-            var a = sockaddr_in6()
-            (a.sin6_family, a.sin6_port) = (sa_family_t(AF_INET6), in_port_t(UInt16(port).bigEndian))
-            numeric = inet_pton(AF_INET6, host, &a.sin6_addr) == 1
-            length = store(a)
-        } else {
-            var a = sockaddr_in()
-            (a.sin_family, a.sin_port) = (sa_family_t(AF_INET), in_port_t(UInt16(port).bigEndian))
-            numeric = inet_pton(AF_INET, host, &a.sin_addr) == 1
-            length = store(a)
-        }
-        guard numeric else { throw Failure(description: "listen \(shown): not a numeric address") }
-        let fd = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw failure("socket") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            let f = failure(bound == 0 ? "listen" : "bind")
-            close(fd)
-            throw f
-        }
-        _ = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        let actual = withUnsafeBytes(of: storage) { raw -> Int in
-            // sin_port and sin6_port sit at the same offset, in network order.
-            Int(UInt16(bigEndian: raw.load(fromByteOffset: 2, as: UInt16.self)))
-        }
+        let shown = ListeningSocket.shown(host: host, port: port)
+        let (fd, actual) = try ListeningSocket.open(host: host, port: port)
         let endpoint = ScrapeEndpoint(socket: fd, port: actual)
         let box = Unmanaged.passRetained(Context(endpoint: endpoint, handler: handler)).toOpaque()
         var t = pthread_t()

@@ -152,6 +152,12 @@ struct RunOptions: Equatable, Sendable {
     var json: Bool = false
     /// `--metrics-listen HOST:PORT`: serve the run's live numbers at `GET /metrics` (Prometheus text, HTTP/1.1).
     var metricsListen: MetricsAddress?
+    /// `--dashboard HOST:PORT`: serve a live page of the run, its event stream and its seconds (docs/dashboard.md).
+    var dashboard: MetricsAddress?
+    /// `--dashboard-viewers N`: event streams open at once; one more is refused.
+    var dashboardViewers: Int = 8
+    /// `--dashboard-linger T`: seconds the dashboard keeps serving the final page after the run.
+    var dashboardLingerSeconds: Double = 0
     /// `--retry N`: resend up to N times a request the server did not act on (connection lost, REFUSED_STREAM, GOAWAY).
     var retries: Int = 0
     /// `--send-oversize`: send payloads over the size limit instead of counting them PayloadTooLarge.

@@ -18,6 +18,16 @@ enum ListenWarning {
                 : "the gateway is a test double with no authentication: anyone who can reach it can send to it")
     }
 
+    /// The warning for a `--dashboard` on `host` that reaches beyond loopback (nil: loopback only): the
+    /// page is read-only, but anyone who can reach it watches the run.
+    static func dashboardMessage(host: String, port: Int) -> String? {
+        let interfaces = reachedInterfaces(host: host)
+        if interfaces.allSatisfy(\.loopback) || isLoopbackName(host) { return nil }
+        let named = interfaces.map { "\($0.name) \($0.address)" }.joined(separator: ", ")
+        return "warning: the dashboard on \(host.contains(":") ? "[\(host)]" : host):\(port) reaches \(named); "
+            + "it is read-only, but anyone who can reach it can watch the run"
+    }
+
     struct Interface: Equatable {
         var name: String
         var address: String

@@ -13,6 +13,8 @@ import Glibc
 /// results folder, the printout.
 struct RunExecution {
     let options: RunOptions
+    /// The `--dashboard`, listening for the whole command (a capacity search's steps share it).
+    var dashboard: RunDashboard?
 
     /// A bad input (exit 2), an unreachable target (exit 3) or a failure (exit 1), with the message to print.
     struct Failure: Error {
@@ -46,16 +48,24 @@ struct RunExecution {
     }
 
     func execute() -> Int32 {
-        do {
+        do throws(Failure) {
             try checkDescriptors()
             let (template, tokens, limit) = try loadInputs()
             let destination = ResultsDestination(root: URL(fileURLWithPath: options.outputRoot))
             try destination.check()
             switch Self.plan(options) {
             case .single(let encoder):
-                return try runOnce(encoder: encoder, label: options.label, template: template, tokens: tokens, limit: limit,
-                                   destination: destination)
+                var run = self
+                run.dashboard = try startDashboard(kind: "run", label: options.label, command: "run")
+                defer { run.dashboard?.stop() }
+                let status = try run.runOnce(encoder: encoder, label: options.label, template: template, tokens: tokens,
+                                             limit: limit, destination: destination)
+                run.lingerDashboard(command: "run")
+                return status
             case .comparison:
+                if options.dashboard != nil {
+                    throw Failure(status: 2, message: "--dashboard: watches one encoder's run; drop it or give one --encoder")
+                }
                 return try EncoderComparisonExecution(run: self).execute(template: template, tokens: tokens, limit: limit,
                                                                          destination: destination)
             }
@@ -97,14 +107,19 @@ struct RunExecution {
         var spool: TimelineSpool?
         let tracker = objectiveTracker()
         var tee: ObjectiveSink?
+        var watching: DashboardSink?
         var (result, record, gatewayStats) = try measure(encoder: encoder, label: label, template: template, tokens: tokens, limit: limit,
                                                          timeline: { startedAt in
                                                              spool = destination.openSpool(startedAt: startedAt, label: label)
                                                              tee = tracker.map { ObjectiveSink(inner: spool, tracker: $0) }
-                                                             return tee ?? spool
+                                                             guard let dashboard else { return tee ?? spool }
+                                                             dashboard.measuredStart(startedAt)
+                                                             watching = DashboardSink(inner: tee ?? spool, dashboard: dashboard)
+                                                             return watching
                                                          },
                                                          abort: { tracker?.abortReason != nil })
         if let tee, spool == nil { record.intervals = tee.kept }
+        if let watching, tee == nil, spool == nil { record.intervals = watching.kept }
         let report = tracker.map { ObjectiveReport(tracker: $0, record: record) }
         if let report { record.extra.append(("objectives", report.json)) }
         let folder: URL
@@ -113,6 +128,7 @@ struct RunExecution {
             if !options.json { printError(ResultsWriter.summaryJSON(record, runID: label).render()) }
             throw error
         }
+        dashboard?.finish(summaryJSON: ResultsWriter.summaryJSON(record, runID: folder.lastPathComponent).render())
         if options.capture != nil, let g = gatewayStats {
             let file = folder.appendingPathComponent("capture.json")
             do { try ResultsWriter.save(g.fcm.captureJSON + "\n", file) } catch {

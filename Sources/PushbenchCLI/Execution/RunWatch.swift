@@ -39,24 +39,28 @@ func restoreInterrupts(_ previous: PreviousHandlers) {
     for (sig, handler) in previous { signal(sig, handler) }
 }
 
-/// What a measured phase shows while it runs: the progress line (a new one per A/B round) and the
-/// `--metrics-listen` endpoint, both fed each second's snapshot; and whether a stop signal asked the
+/// What a measured phase shows while it runs: the progress line (a new one per A/B round), the
+/// `--metrics-listen` endpoint and the `--dashboard`, all fed each second's snapshot; and whether a stop signal asked the
 /// run to end early.
 final class RunWatch {
     /// The progress line now.
     var display: ProgressDisplay
     /// The `--metrics-listen` endpoint, when asked for.
     let metrics: RunMetricsEndpoint?
+    /// The `--dashboard` endpoint, when asked for.
+    let dashboard: RunDashboard?
 
-    init(display: ProgressDisplay, metrics: RunMetricsEndpoint?) {
+    init(display: ProgressDisplay, metrics: RunMetricsEndpoint?, dashboard: RunDashboard? = nil) {
         self.display = display
         self.metrics = metrics
+        self.dashboard = dashboard
     }
 
-    /// One second's snapshot, `elapsed` seconds into the run: on the line and at the endpoint.
+    /// One second's snapshot, `elapsed` seconds into the run: on the line and at the endpoints.
     func show(_ snapshot: LiveSnapshot, elapsed: Double) {
         display.show(snapshot, elapsed: elapsed)
         metrics?.publish(snapshot, elapsed: elapsed)
+        dashboard?.publish(live: snapshot, elapsed: elapsed)
     }
 
     /// Whether a stop signal came (the run ends early, and what was measured is kept).
@@ -73,7 +77,7 @@ extension RunExecution {
         defer { metrics?.stop() }
         let previous = catchInterrupts()
         defer { restoreInterrupts(previous) }
-        let watch = RunWatch(display: display, metrics: metrics)
+        let watch = RunWatch(display: display, metrics: metrics, dashboard: dashboard)
         defer { watch.display.finish() }
         do throws(LoadRunError) { return try phase(watch) } catch { throw Failure(error) }
     }

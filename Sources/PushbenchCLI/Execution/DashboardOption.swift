@@ -1,0 +1,38 @@
+import Foundation
+import PushTransport
+
+extension RunExecution {
+    /// The `--dashboard` endpoint, listening before any traffic (exit 2 when it cannot), or nil; the
+    /// address is printed, with a warning when it reaches beyond loopback.
+    func startDashboard(kind: String, label: String, command: String) throws(Failure) -> RunDashboard? {
+        guard let address = options.dashboard else { return nil }
+        let measured = options.schedule.map { Double($0.durationNs) / 1e9 } ?? (options.requests == nil ? options.durationSeconds : nil)
+        var targetRPS: Int?
+        if case .perSecond(let n) = options.rate, options.schedule == nil { targetRPS = n }
+        let source = RunDashboard.Source(kind: kind, label: label, warmupSeconds: options.warmupSeconds, measuredSeconds: measured,
+                                         targetRPS: targetRPS)
+        do throws(ScrapeEndpoint.Failure) {
+            let dashboard = try RunDashboard(address: address, viewers: options.dashboardViewers, source: source)
+            if let warning = ListenWarning.dashboardMessage(host: address.host, port: dashboard.port) {
+                printError("pushbench \(command): \(warning)")
+            }
+            let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+            printError("pushbench \(command): dashboard at http://\(host):\(dashboard.port)/ while the run lasts")
+            return dashboard
+        } catch {
+            throw Failure(status: 2, message: "--dashboard: \(error)")
+        }
+    }
+
+    /// With `--dashboard-linger T`: the final page served T longer (a stop signal ends it sooner).
+    func lingerDashboard(command: String) {
+        guard let dashboard, options.dashboardLingerSeconds > 0 else { return }
+        printError("pushbench \(command): the dashboard keeps serving the final page for "
+                   + "\(Self.shortDuration(options.dashboardLingerSeconds)) (Ctrl-C ends it)")
+        dashboard.linger(options.dashboardLingerSeconds)
+    }
+
+    static func shortDuration(_ s: Double) -> String {
+        s >= 60 && s.truncatingRemainder(dividingBy: 60) == 0 ? "\(Int(s / 60)) min" : s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import LoadGenerator
+import PushMetrics
+import PushTransport
+import PushVocabulary
+import Synchronization
+
+/// `--dashboard HOST:PORT`: the run watched in a browser. The endpoint (its own thread) serves the page
+/// (``DashboardPage``), the event stream, the kept seconds and the state; the run's main thread publishes
+/// what it already has each second (the merged second the timeline closes, the progress line's
+/// snapshot), so no driver thread ever meets a viewer. docs/dashboard.md describes the events.
+///
+/// Main thread only, but for what the endpoint's handler reads (``Shared``).
+final class RunDashboard {
+    /// What the dashboard shows of the source: `/state`'s kind and label, and the live event's phases.
+    struct Source: Sendable {
+        /// `run`, `capacity`, `gateway` or `pipeline`.
+        var kind: String
+        var label: String
+        var warmupSeconds: Double
+        /// The measured time after the warm-up, when known (the drain follows it).
+        var measuredSeconds: Double?
+        var targetRPS: Int?
+    }
+
+    /// What the endpoint's thread reads: `/state`'s figures, under a lock.
+    final class Shared: Sendable {
+        struct State {
+            var startedUnix: Double?
+            var done = false
+            var seconds = 0
+            var stage: String?
+            var endpoint: EventStreamEndpoint?
+        }
+        let source: Source
+        let state = Mutex(State())
+        init(source: Source) { self.source = source }
+
+        /// `/state`'s JSON.
+        var stateJSON: String {
+            let s = state.withLock { ($0.startedUnix, $0.done, $0.seconds, $0.stage) }
+            return JSONWriter.text { w in
+                w.object { o in
+                    o.member("kind", source.kind)
+                    o.member("label", source.label)
+                    o.member("done", s.1)
+                    o.member("seconds", Int64(s.2))
+                    if let started = s.0 { o.member("started_unix", started) }
+                    o.member("warmup_s", source.warmupSeconds)
+                    if let m = source.measuredSeconds { o.member("measured_s", m) }
+                    if let t = source.targetRPS { o.member("target_rps", Int64(t)) }
+                    if let stage = s.3 { o.member("stage", stage) }
+                }
+            }
+        }
+
+        /// `/seconds?after=N`'s NDJSON: the kept seconds after N, in order.
+        func seconds(after: Int?) -> String {
+            let kept = state.withLock { $0.endpoint }?.kept(named: "second") ?? []
+            var text = ""
+            for e in kept where after.map({ (e.id ?? 0) > $0 }) ?? true { text += e.data + "\n" }
+            return text
+        }
+    }
+
+    let shared: Shared
+    private let endpoint: EventStreamEndpoint
+    private var startUnix: Double?
+    private var last: LiveSnapshot?
+    private var whole: HdrHistogram?
+    private var lastElapsed = 0.0
+    /// The stage now (a capacity step and its verdict), sent with each second and live event.
+    var stage: String? {
+        didSet { shared.state.withLock { $0.stage = stage } }
+    }
+
+    /// The port listened on.
+    var port: Int { endpoint.port }
+
+    /// Listens on `address` before any traffic (the caller exits 2 when it cannot).
+    init(address: MetricsAddress, viewers: Int, source: Source) throws(ScrapeEndpoint.Failure) {
+        let shared = Shared(source: source)
+        self.shared = shared
+        let limits = EventStreamEndpoint.Limits(
+            viewers: viewers, refusal: "the dashboard serves at most \(viewers) viewers at once (--dashboard-viewers)")
+        endpoint = try EventStreamEndpoint.start(host: address.host, port: address.port, limits: limits) { path, query in
+            switch path {
+            case "/", "/index.html":
+                return .init(status: 200, contentType: "text/html; charset=utf-8", body: DashboardPage.html)
+            case "/state":
+                return .init(status: 200, contentType: "application/json", body: shared.stateJSON + "\n")
+            case "/seconds":
+                let after = query["after"].flatMap { Int($0) }
+                if query["after"] != nil && after == nil {
+                    return .init(status: 400, contentType: "text/plain", body: "after: not an integer\n")
+                }
+                return .init(status: 200, contentType: "application/x-ndjson", body: shared.seconds(after: after))
+            default:
+                return nil
+            }
+        }
+        shared.state.withLock { $0.endpoint = endpoint }
+    }
+
+    /// The measured phase begins at `date` (second 0 of the timeline).
+    func measuredStart(_ date: Date) {
+        startUnix = date.timeIntervalSince1970
+        shared.state.withLock { $0.startedUnix = date.timeIntervalSince1970 }
+    }
+
+    /// One merged second, as the timeline closes it (main thread).
+    func publish(second interval: TimelineInterval) {
+        let live = LiveSecond(interval: interval, startUnix: startUnix ?? 0, inFlight: last.map { Int64($0.inFlight) },
+                              stage: stage)
+        let h = interval.latency.decode()
+        if let whole { whole.add(h) } else { whole = h.copy() }
+        let line = Self.pageLine(live, second: h, whole: whole!)
+        endpoint.publish(.init(name: "second", data: line, id: interval.second), keeping: .history)
+        shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
+    }
+
+    /// The progress line's snapshot, `elapsed` seconds into the run (main thread, about once a second).
+    func publish(live s: LiveSnapshot, elapsed: Double) {
+        last = s
+        lastElapsed = elapsed
+        let source = shared.source
+        let phase = elapsed < source.warmupSeconds ? "warmup"
+            : source.measuredSeconds.map { elapsed < source.warmupSeconds + $0 } ?? true ? "measure" : "drain"
+        let text = JSONWriter.text { w in
+            w.object { o in
+                o.member("elapsed_s", (elapsed * 1000).rounded() / 1000)
+                o.member("phase", phase)
+                o.member("sent", Int64(s.sent))
+                o.member("completed", Int64(s.completed))
+                o.member("errors", Int64(s.errors))
+                o.member("in_flight", Int64(s.inFlight))
+                o.member("backlog", Int64(s.backlog))
+                if let t = source.targetRPS { o.member("target_rps", Int64(t)) }
+                if let stage { o.member("stage", stage) }
+                if s.lastSecondCompleted > 0 {
+                    o.member("p50_us", Int64(s.p50Micros))
+                    o.member("p99_us", Int64(s.p99Micros))
+                }
+            }
+        }
+        endpoint.publish(.init(name: "live", data: text), keeping: .latest)
+    }
+
+    /// A mark on the time axis: the warm-up's end, a stage, a capacity step and its verdict.
+    func mark(_ text: String, at elapsed: Double? = nil) {
+        let json = JSONWriter.text { w in
+            w.object { o in
+                o.member("elapsed_s", ((elapsed ?? lastElapsed) * 1000).rounded() / 1000)
+                o.member("text", text)
+            }
+        }
+        endpoint.publish(.init(name: "mark", data: json), keeping: .history)
+    }
+
+    /// The run ended: its summary.json (`final`), then the `done` phase.
+    func finish(summaryJSON: String) {
+        endpoint.publish(.init(name: "final", data: summaryJSON), keeping: .latest)
+        shared.state.withLock { $0.done = true }
+    }
+
+    /// Serves the final page `seconds` longer (stopped early by a stop signal), then stops.
+    func linger(_ seconds: Double) {
+        let until = Date().addingTimeInterval(seconds)
+        interruptRequested.store(false, ordering: .relaxed)
+        let previous = catchInterrupts()
+        defer { restoreInterrupts(previous) }
+        while Date() < until && !interruptRequested.load(ordering: .relaxed) { usleep(100_000) }
+    }
+
+    /// Stops serving (what is queued goes out first, within a second).
+    func stop() { endpoint.stop() }
+
+    /// The `second` event's line: the ``LiveSecond`` with the second's corrected-latency percentiles (µs)
+    /// and the percentile curve of every second so far (`curve_us`: [percentile, µs] pairs), so a page
+    /// shows exact figures without decoding a histogram. `pushbench dashboard` sends its merged seconds
+    /// the same way.
+    static func pageLine(_ live: LiveSecond, second h: HdrHistogram, whole: HdrHistogram) -> String {
+        var line = live.jsonLine()
+        guard line.hasSuffix("}") else { return line }
+        line.removeLast()
+        if h.totalCount > 0 {
+            line += ",\"p50_us\":\(h.valueAtPercentile(50)),\"p90_us\":\(h.valueAtPercentile(90)),\"p99_us\":\(h.valueAtPercentile(99))"
+            line += ",\"p999_us\":\(h.valueAtPercentile(99.9)),\"max_us\":\(h.max)"
+        }
+        if whole.totalCount > 0 {
+            let points = curvePercentiles.map { "[\($0),\($0 == 100 ? whole.max : whole.valueAtPercentile($0))]" }
+            line += ",\"curve_us\":[" + points.joined(separator: ",") + "]"
+        }
+        return line + "}"
+    }
+
+    /// The percentiles of the curve so far.
+    static let curvePercentiles: [Double] = [0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 100]
+}
