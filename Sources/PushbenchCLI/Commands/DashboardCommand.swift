@@ -63,7 +63,10 @@ struct DashboardCommand: PushbenchCommand {
                 text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 1...1_000)
             },
             .value("--dashboard-linger", "T", \.linger, default: "0s", help: "once every agent is done, keep serving the final page for T") {
-                text, name throws(UsageError) in try ValueParser.duration(text, option: name)
+                text, name throws(UsageError) in
+                let d = try ValueParser.duration(text, option: name)
+                guard d <= 7 * 86_400 else { throw UsageError("\(name): '\(text)' is over a week") }
+                return d
             },
             .flag("--ndjson", \.ndjson, help: "also print each merged second to stdout as one JSON line, as GET /seconds serves it"),
             .flag("--quiet", \.quiet, help: "no line per merged second on stderr (agents that stop answering are still reported)"),

@@ -1,12 +1,15 @@
 import Foundation
 import PushMetrics
+import PushTransport
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// What `pushbench dashboard` does: follows the agents (``AgentFollower``), shows each merged second on
-/// stderr (and stdout with `--ndjson`), and ends when every agent is done or on a stop signal.
+/// What `pushbench dashboard` does: follows the agents (``AgentFollower``) and serves their merged
+/// seconds with the run's page and endpoints (``RunDashboard``: `/`, `/events`, `/seconds`, `/state`),
+/// shows each on stderr (and stdout with `--ndjson`), and ends when every agent is done or on a stop
+/// signal, with the final figures of what was merged.
 struct DashboardExecution {
     let agents: [AgentAddress]
     let options: DashboardOptions
@@ -14,48 +17,85 @@ struct DashboardExecution {
     func run() -> Int32 {
         let previous = catchInterrupts()
         defer { restoreInterrupts(previous) }
-        let quiet = options.quiet, ndjson = options.ndjson
         let count = agents.count
-        let merged = Mutex<Int>(0)
+        let label = "\(count) agent\(count == 1 ? "" : "s")"
+        let dashboard: RunDashboard
+        do throws(ScrapeEndpoint.Failure) {
+            dashboard = try RunDashboard(address: MetricsAddress(host: options.listen.host, port: options.listen.port),
+                                         viewers: options.viewers,
+                                         source: RunDashboard.Source(kind: "dashboard", label: label, warmupSeconds: 0))
+        } catch {
+            printError("pushbench dashboard: --listen: \(error)")
+            return 2
+        }
+        defer { dashboard.stop() }
+        // The follower's thread hands the merged seconds over; this thread publishes and prints them.
+        let handed = Mutex<[LiveSecond]>([]), notes = Mutex<[String]>([])
         let follower: AgentFollower
         do {
-            follower = try AgentFollower(agents, wait: options.wait, onSeconds: { seconds in
-                for s in seconds {
-                    if ndjson { printOut(s.jsonLine()) }
-                    if !quiet { printError("pushbench dashboard: " + Self.line(s, agents: count)) }
-                }
-                merged.withLock { $0 += seconds.count }
-            }, onNote: { printError("pushbench dashboard: \($0)") })
+            follower = try AgentFollower(agents, wait: options.wait, onSeconds: { s in handed.withLock { $0 += s } },
+                                         onNote: { n in notes.withLock { $0.append(n) } })
         } catch {
             printError("pushbench dashboard: cannot start following the agents: \(error.message)")
             return 1
         }
-        if let warning = Self.listenWarning(options.listen) { printError("pushbench dashboard: \(warning)") }
-        if !quiet {
-            printError("pushbench dashboard: following \(count) agent\(count == 1 ? "" : "s") ("
-                       + agents.map(\.name).joined(separator: ", ") + "), a second waits \(Self.seconds(options.wait)) for a late one")
+        if let warning = ListenWarning.dashboardMessage(host: options.listen.host, port: dashboard.port) {
+            printError("pushbench dashboard: \(warning)")
+        }
+        let host = options.listen.host.contains(":") ? "[\(options.listen.host)]" : options.listen.host
+        printError("pushbench dashboard: dashboard at http://\(host):\(dashboard.port)/ following \(label) ("
+                   + agents.map(\.name).joined(separator: ", ") + "); a second waits \(Self.seconds(options.wait)) for a late one")
+        var totals = MergedRunTotals(agents: agents.map(\.name))
+        func drain() {
+            for n in notes.withLock({ n in defer { n = [] }; return n }) { printError("pushbench dashboard: \(n)") }
+            for s in handed.withLock({ h in defer { h = [] }; return h }) {
+                if totals.startUnix == nil { dashboard.measuredStart(Date(timeIntervalSince1970: s.startUnix)) }
+                totals.add(s)
+                dashboard.publish(merged: s)
+                if options.ndjson { printOut(s.jsonLine()) }
+                if !options.quiet { printError("pushbench dashboard: " + Self.line(s, agents: count)) }
+            }
         }
         follower.start()
-        // Until every agent is done or a signal: the follower's thread does the work, this one waits.
-        while !interruptRequested.load(ordering: .relaxed) && !follower.isComplete { usleep(100_000) }
+        // Until every agent is done or a signal; bounded by them, as a server is.
+        var ticks = 0
+        while !interruptRequested.load(ordering: .relaxed) && !follower.isComplete {
+            usleep(100_000)
+            drain()
+            ticks += 1
+            if ticks % 5 == 0 {
+                let answering = follower.status.map(\.answering)
+                dashboard.publish(liveJSON: totals.liveJSON(now: Date().timeIntervalSince1970, answering: answering, done: false))
+            }
+        }
         follower.stop()
+        drain()
+        let interrupted = interruptRequested.load(ordering: .relaxed)
         let status = follower.status, late = follower.lateSeconds
-        let total = merged.withLock { $0 }
-        let done = status.filter(\.done).count
-        var summary = "\(total) merged second\(total == 1 ? "" : "s"), \(done) of \(count) agents done"
-        let silent = status.filter { $0.answering != true }.map(\.address.name)
-        if !silent.isEmpty { summary += "; not answering: " + silent.joined(separator: ", ") }
-        let lateNames = zip(status, late).filter { $0.1 > 0 }.map { "\($0.0.address.name) \($0.1)" }
-        if !lateNames.isEmpty { summary += "; seconds that came too late to merge: " + lateNames.joined(separator: ", ") }
-        let bad = status.filter { $0.badLines > 0 }.map { "\($0.address.name) \($0.badLines)" }
-        if !bad.isEmpty { summary += "; lines that were not seconds: " + bad.joined(separator: ", ") }
-        if interruptRequested.load(ordering: .relaxed) { summary += " (stopped by a signal)" }
-        printError("pushbench dashboard: " + summary)
-        if follower.isComplete, options.linger > 0, !interruptRequested.load(ordering: .relaxed) {
-            let until = Date().timeIntervalSince1970 + options.linger
-            while !interruptRequested.load(ordering: .relaxed) && Date().timeIntervalSince1970 < until { usleep(100_000) }
+        dashboard.publish(liveJSON: totals.liveJSON(now: Date().timeIntervalSince1970, answering: status.map(\.answering), done: true))
+        dashboard.finish(summaryJSON: totals.finalJSON(label: label, late: late, interrupted: interrupted))
+        printError("pushbench dashboard: " + Self.summary(totals: totals, status: status, late: late, interrupted: interrupted))
+        if follower.isComplete, options.linger > 0, !interrupted {
+            printError("pushbench dashboard: the dashboard keeps serving the final page for \(RunExecution.shortDuration(options.linger)) (Ctrl-C ends it)")
+            dashboard.linger(options.linger)
         }
         return 0
+    }
+
+    /// The end line: what was merged, which agents finished, and what did not come.
+    static func summary(totals: MergedRunTotals, status: [AgentFollower.Agent], late: [Int], interrupted: Bool) -> String {
+        let count = status.count, done = status.filter(\.done).count
+        var text = "\(totals.seconds) merged second\(totals.seconds == 1 ? "" : "s"), \(done) of \(count) agents done"
+        let silent = status.filter { $0.answering != true }.map(\.address.name)
+        if !silent.isEmpty { text += "; not answering: " + silent.joined(separator: ", ") }
+        let missing = totals.agents.compactMap { name in totals.missing[name].map { "\(name) \($0)" } }
+        if !missing.isEmpty { text += "; seconds missing: " + missing.joined(separator: ", ") }
+        let lateNames = zip(status, late).filter { $0.1 > 0 }.map { "\($0.0.address.name) \($0.1)" }
+        if !lateNames.isEmpty { text += "; seconds that came too late to merge: " + lateNames.joined(separator: ", ") }
+        let bad = status.filter { $0.badLines > 0 }.map { "\($0.address.name) \($0.badLines)" }
+        if !bad.isEmpty { text += "; lines that were not seconds: " + bad.joined(separator: ", ") }
+        if interrupted { text += " (stopped by a signal)" }
+        return text
     }
 
     /// The stderr line of one merged second: its counts, percentiles and who is missing.
@@ -79,14 +119,5 @@ struct DashboardExecution {
     /// A duration as the options write it (`3s`, `500ms`).
     private static func seconds(_ t: Double) -> String {
         t < 1 || t != t.rounded() ? "\(Int((t * 1000).rounded()))ms" : "\(Int(t))s"
-    }
-
-    /// The warning for a listen address beyond loopback: the page shows the run to whoever reaches it.
-    static func listenWarning(_ listen: DashboardOptions.ListenAddress) -> String? {
-        let interfaces = ListenWarning.reachedInterfaces(host: listen.host)
-        if interfaces.allSatisfy(\.loopback) || ListenWarning.isLoopbackName(listen.host) { return nil }
-        let named = interfaces.map { "\($0.name) \($0.address)" }.joined(separator: ", ")
-        let host = listen.host.contains(":") ? "[\(listen.host)]" : listen.host
-        return "warning: listening on \(host):\(listen.port) reaches \(named); the dashboard is read-only, but anyone who can reach it sees the run"
     }
 }

@@ -119,6 +119,22 @@ final class RunDashboard {
         shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
     }
 
+    /// A second made elsewhere, published as the run's own are: one of `pushbench dashboard`'s merged
+    /// seconds, its `agents` and `missing_agents` kept in the line.
+    func publish(merged live: LiveSecond) {
+        let h = live.interval.latency.decode()
+        if let whole { whole.add(h) } else { whole = h.copy() }
+        let line = Self.pageLine(live, second: h, whole: whole!)
+        endpoint.publish(.init(name: "second", data: line, id: live.interval.second), keeping: .history)
+        shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
+    }
+
+    /// A `live` event whose figures were put together elsewhere (`pushbench dashboard`'s, from its agents):
+    /// `json`, one object with the members ``publish(live:elapsed:)`` writes that the source knows.
+    func publish(liveJSON json: String) {
+        endpoint.publish(.init(name: "live", data: json), keeping: .latest)
+    }
+
     /// The progress line's snapshot, `elapsed` seconds into the run (main thread, about once a second).
     func publish(live s: LiveSnapshot, elapsed: Double) {
         last = s
