@@ -76,6 +76,18 @@ public struct Option<Options> {
         return option
     }
 
+    /// The same option for a larger options type that holds these options at `path` (a command that adds
+    /// its own options to another table's).
+    public func lifted<Outer>(_ path: WritableKeyPath<Outer, Options>) -> Option<Outer> {
+        let apply = self.apply
+        var option = Option<Outer>(name, valueName, repeats: repeats, default: defaultValue, group: group,
+                                   appliesFirst: appliesFirst, help: help) { (outer, text) throws(UsageError) in
+            try apply(&outer[keyPath: path], text)
+        }
+        option.valueMayBeAnOption = valueMayBeAnOption
+        return option
+    }
+
     /// A flag: sets `field` to `value` (true unless given) when present.
     public static func flag(_ name: String, _ field: WritableKeyPath<Options, Bool>, setting value: Bool = true,
                             group: String? = nil, help: String) -> Option {

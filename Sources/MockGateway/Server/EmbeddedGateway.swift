@@ -66,9 +66,11 @@ public final class EmbeddedGateway: Sendable {
     /// Runs the gateway in the foreground (`pushbench gateway`) on `configuration.host:port` until SIGINT,
     /// SIGTERM or SIGHUP, then shuts down gracefully and returns the final numbers. `onListening` receives
     /// the address actually bound (`127.0.0.1:8080`) and the connection cap once connections are accepted.
-    /// `log` receives lines worth logging (refused connections and why) from the loop threads.
+    /// `log` receives lines worth logging (refused connections and why) from the loop threads; `tick`, the
+    /// numbers about once a second on the calling thread while the gateway serves.
     public static func runUntilSignalled(_ configuration: GatewayConfiguration, log: (@Sendable (String) -> Void)? = nil,
+                                         tick: ((GatewayStats) -> Void)? = nil,
                                          onListening: (String, Int) -> Void) throws -> GatewayStats {
-        try GatewayServer.runUntilSignalled(configuration, log: log, onListening: onListening)
+        try GatewayServer.runUntilSignalled(configuration, log: log, tick: tick, onListening: onListening)
     }
 }

@@ -122,6 +122,7 @@ final class GatewayServer: Sendable {
     }
 
     static func runUntilSignalled(_ configuration: GatewayConfiguration, log: (@Sendable (String) -> Void)? = nil,
+                                  tick: ((GatewayStats) -> Void)? = nil,
                                   onListening: (String, Int) -> Void) throws(GatewayStartError) -> GatewayStats {
         let signalled = DispatchSemaphore(value: 0)
         // A parent may have started us with these blocked (the mask survives exec); the loop threads
@@ -133,7 +134,11 @@ final class GatewayServer: Sendable {
         let server = try start(configuration, onSignal: { signalled.signal() }, log: log)
         let shownHost = server.host.contains(":") ? "[\(server.host)]" : server.host
         onListening("\(shownHost):\(server.port)", server.connectionCap.limit)
-        signalled.wait()
+        if let tick {
+            while signalled.wait(timeout: .now() + 1) == .timedOut { tick(server.stats()) }
+        } else {
+            signalled.wait()
+        }
         return server.stop()
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import MockGateway
 import PushTransport
 
@@ -21,15 +22,30 @@ struct GatewayCommand: PushbenchCommand {
     The same options configure the embedded gateway of a run: pushbench run --gateway-arg=--latency=2ms.
     """
 
-    /// The gateway's own table (MockGateway/Configuration/GatewayOptions.swift), shared with `run --gateway-arg`.
-    static var options: OptionTable<GatewayConfiguration> { GatewayConfiguration.options }
+    /// The gateway's own table (MockGateway/Configuration/GatewayOptions.swift), shared with `run --gateway-arg`,
+    /// and the dashboard's options, which are the command's own.
+    static var options: OptionTable<GatewayCommandOptions> {
+        OptionTable(GatewayConfiguration.options.options.map { $0.lifted(\GatewayCommandOptions.gateway) }
+                    + DashboardOptions.options(\.dashboard, \.dashboardViewers, \.dashboardLingerSeconds, what: "gateway"))
+    }
 
     /// The validated configuration.
     let configuration: GatewayConfiguration
+    /// The dashboard's options (the configuration in it is not used).
+    let command: GatewayCommandOptions
+    /// The gateway's options as given, which the dashboard shows as the behaviours in force.
+    let given: [String]
 
     init(arguments a: ParsedArguments) throws(UsageError) {
         try a.expectPositionals(0...0, "nothing")
         configuration = try GatewayConfiguration.parse(a)
+        var command = GatewayCommandOptions()
+        try OptionTable(DashboardOptions.options(\GatewayCommandOptions.dashboard, \.dashboardViewers, \.dashboardLingerSeconds,
+                                                 what: "gateway")).apply(a, to: &command)
+        self.command = command
+        given = a.given.filter { !$0.name.hasPrefix("--dashboard") }.map { option in
+            option.value.map { "\(option.name)=\($0)" } ?? option.name
+        }
     }
 
     func run() -> Int32 {
@@ -59,14 +75,32 @@ struct GatewayCommand: PushbenchCommand {
             printError("pushbench gateway: warning: --max-connections \(asked) is more than the descriptor limit (\(descriptors)) "
                        + "leaves room for (\(usable)); connections past it are closed at once (raise ulimit -n)")
         }
+        let dashboard: RunDashboard?
+        do throws(RunExecution.Failure) { dashboard = try startDashboard() } catch {
+            printError("pushbench gateway: \(error.message)")
+            return error.status
+        }
+        defer { dashboard?.stop() }
+        var feed = GatewayDashboardFeed()
+        let tick: ((GatewayStats) -> Void)? = dashboard.map { d in { stats in
+            let (second, json) = feed.next(stats)
+            d.publish(event: "gateway", json: json, second: second)
+        } }
         do {
-            let final = try EmbeddedGateway.runUntilSignalled(configuration, log: { printError("pushbench gateway: \($0)") }) {
+            let final = try EmbeddedGateway.runUntilSignalled(configuration, log: { printError("pushbench gateway: \($0)") },
+                                                              tick: tick) {
                 address, maxConnections in
                 printOut("pushbench gateway: listening on \(address) (\(mode)); GET /stats for counts")
                 if let auth = configuration.auth.summary { printOut("pushbench gateway: authentication: \(auth)") }
                 printOut("pushbench gateway: at most \(maxConnections) connections (descriptor limit \(descriptors); --max-connections)")
             }
             printOut(final.json)
+            if let dashboard {
+                dashboard.finish(summaryJSON: final.json)
+                var options = RunOptions()
+                options.dashboardLingerSeconds = command.dashboardLingerSeconds
+                RunExecution(options: options, dashboard: dashboard).lingerDashboard(command: "gateway")
+            }
             return 0
         } catch let error as GatewayStartError where error.cannotListen {
             printError("pushbench gateway: --listen: cannot \(error.message)")
@@ -75,5 +109,29 @@ struct GatewayCommand: PushbenchCommand {
             printError("pushbench gateway: \(error)")
             return 1
         }
+    }
+}
+
+/// `pushbench gateway`'s options: the gateway's, and the dashboard's.
+struct GatewayCommandOptions: Equatable, Sendable {
+    var gateway = GatewayConfiguration()
+    var dashboard: MetricsAddress?
+    var dashboardViewers = 8
+    var dashboardLingerSeconds = 0.0
+}
+
+extension GatewayCommand {
+    /// The `--dashboard` of the gateway, listening before the gateway does (exit 2 when it cannot), or nil.
+    func startDashboard() throws(RunExecution.Failure) -> RunDashboard? {
+        var options = RunOptions()
+        options.dashboard = command.dashboard
+        options.dashboardViewers = command.dashboardViewers
+        options.warmupSeconds = 0
+        options.requests = nil
+        let behaviours = given.isEmpty ? "no behaviour: every valid request answered 200 at once" : given.joined(separator: " ")
+        let dashboard = try RunExecution(options: options).startDashboard(kind: "gateway", label: behaviours, command: "gateway",
+                                                                          stepSeconds: 0)
+        dashboard?.measuredStart(Date())
+        return dashboard
     }
 }

@@ -236,23 +236,7 @@ extension RunCommand {
                 let (host, port) = try ValueParser.quantity(text, option: name, HostResolver.listenAddress)
                 return MetricsAddress(host: host, port: port)
             },
-            .value("--dashboard", "HOST:PORT", \.dashboard,
-                   help: "serve a live page of the run in a browser (charts updated each second from a server-sent event stream, GET /events; the seconds at GET /seconds) while it runs; :PORT for 127.0.0.1") {
-                text, name throws(UsageError) in
-                let (host, port) = try ValueParser.quantity(text, option: name, HostResolver.listenAddress)
-                return MetricsAddress(host: host, port: port)
-            },
-            .value("--dashboard-viewers", "N", \.dashboardViewers, default: "8",
-                   help: "browsers (event streams) the dashboard serves at once; one more is refused with 503") {
-                text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 1...1_000)
-            },
-            .value("--dashboard-linger", "T", \.dashboardLingerSeconds, default: "0",
-                   help: "keep serving the dashboard's final page this long after the run ends (e.g. 5m)") {
-                text, name throws(UsageError) in
-                let d = try ValueParser.duration(text, option: name)
-                guard d <= 7 * 86_400 else { throw UsageError("\(name): '\(text)' is over a week") }
-                return d
-            },
-        ] + Self.objectiveOptions)
+        ] + DashboardOptions.options(\.dashboard, \.dashboardViewers, \.dashboardLingerSeconds, what: "run")
+            + Self.objectiveOptions)
     }
 }

@@ -57,6 +57,9 @@ struct CapacityExecution {
         say("capacity search: \(options.objectives.map(\.description).joined(separator: ", ")), "
             + "\(CapacitySearch.grouped(options.min))...\(CapacitySearch.grouped(options.max)) rps, "
             + "\(Self.seconds(base.warmupSeconds)) warm-up + \(Self.seconds(options.stepSeconds)) per step; \(folder.path)")
+        let dashboard = try RunExecution(options: base).startDashboard(kind: "capacity", label: label, command: "capacity",
+                                                                      stepSeconds: options.stepSeconds)
+        defer { dashboard?.stop() }
         var search = CapacitySearch(min: options.min, max: options.max, resolution: options.resolution, objectives: options.objectives)
         var runs: [StepRun] = []
         var interrupted = false
@@ -70,8 +73,19 @@ struct CapacityExecution {
             o.json = false
             o.label = "step"
             if let meeting { o.startAtUnixNs = meeting.nextStart }
-            let (result, ownRecord, _) = try RunExecution(options: o).measure(encoder: o.encoderVariants[0], label: o.label,
-                                                                              template: template, tokens: tokens, limit: limit)
+            var execution = RunExecution(options: o)
+            execution.dashboard = dashboard
+            dashboard?.stage = "step \(number): \(CapacitySearch.grouped(rate)) rps"
+            var watching: DashboardSink?
+            var (result, ownRecord, _) = try execution.measure(encoder: o.encoderVariants[0], label: o.label,
+                                                          template: template, tokens: tokens, limit: limit,
+                                                          timeline: { startedAt in
+                                                              guard let dashboard else { return nil }
+                                                              dashboard.measuredStart(startedAt)
+                                                              watching = DashboardSink(inner: nil, dashboard: dashboard)
+                                                              return watching
+                                                          })
+            if let watching { ownRecord.intervals = watching.kept }
             let name = String(format: "step-%02d-%drps", number, rate)
             let record: RunRecord
             var senderLimit: String?   // with agents, from their merge; alone, from this step's summary
@@ -95,6 +109,7 @@ struct CapacityExecution {
             runs.append(StepRun(number: number, folder: meeting == nil ? name : name + "/merged", record: record, step: step, verdict: verdict))
             let earlier = runs.dropLast().last { $0.step.rate == rate }
             say(Self.stepLine(runs.last!, rerun: earlier != nil, afterSteal: earlier?.verdict.name == "machine"))
+            dashboard?.mark("step \(number) \(CapacitySearch.grouped(rate)) rps: " + (verdict == .held ? "held" : verdict.name))
             if result.interrupted { interrupted = true; break }
         }
         let elapsed = Date().timeIntervalSince(began)
@@ -109,6 +124,7 @@ struct CapacityExecution {
                 throw RunExecution.Failure(status: 1, message: "cannot write the capacity report: \(error)")
             }
         }
+        dashboard?.finish(summaryJSON: report.json.render())
         if base.json { printOut(report.json.render()) } else { printOut(sentence) }
         if !base.json && !base.quiet { printOut(folder.path) }
         if let path = options.junitFile, let problem = report.junit(suite: "pushbench capacity \(folder.lastPathComponent)").write(to: path) {
@@ -118,6 +134,7 @@ struct CapacityExecution {
         if let problem = StepSummary.append(report.markdown + "\n") {
             printError("pushbench capacity: WARNING: \(problem)")
         }
+        if dashboard != nil { RunExecution(options: base, dashboard: dashboard).lingerDashboard(command: "capacity") }
         return 0
     }
 

@@ -3,12 +3,14 @@ import PushTransport
 
 extension RunExecution {
     /// The `--dashboard` endpoint, listening before any traffic (exit 2 when it cannot), or nil; the
-    /// address is printed, with a warning when it reaches beyond loopback.
-    func startDashboard(kind: String, label: String, command: String) throws(Failure) -> RunDashboard? {
+    /// address is printed, with a warning when it reaches beyond loopback. `stepSeconds`: the measured
+    /// time of each step of a capacity search, whose rate changes from step to step.
+    func startDashboard(kind: String, label: String, command: String, stepSeconds: Double? = nil) throws(Failure) -> RunDashboard? {
         guard let address = options.dashboard else { return nil }
-        let measured = options.schedule.map { Double($0.durationNs) / 1e9 } ?? (options.requests == nil ? options.durationSeconds : nil)
+        var measured = options.schedule.map { Double($0.durationNs) / 1e9 } ?? (options.requests == nil ? options.durationSeconds : nil)
         var targetRPS: Int?
         if case .perSecond(let n) = options.rate, options.schedule == nil { targetRPS = n }
+        if let stepSeconds { (measured, targetRPS) = (stepSeconds, nil) }
         let source = RunDashboard.Source(kind: kind, label: label, warmupSeconds: options.warmupSeconds, measuredSeconds: measured,
                                          targetRPS: targetRPS)
         do throws(ScrapeEndpoint.Failure) {
@@ -17,7 +19,7 @@ extension RunExecution {
                 printError("pushbench \(command): \(warning)")
             }
             let host = address.host.contains(":") ? "[\(address.host)]" : address.host
-            printError("pushbench \(command): dashboard at http://\(host):\(dashboard.port)/ while the run lasts")
+            printError("pushbench \(command): dashboard at http://\(host):\(dashboard.port)/ (open it in a browser)")
             return dashboard
         } catch {
             throw Failure(status: 2, message: "--dashboard: \(error)")

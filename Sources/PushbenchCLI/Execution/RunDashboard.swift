@@ -68,7 +68,7 @@ final class RunDashboard {
     private var startUnix: Double?
     private var last: LiveSnapshot?
     private var whole: HdrHistogram?
-    private var lastElapsed = 0.0
+    private var offset = 0
     /// The stage now (a capacity step and its verdict), sent with each second and live event.
     var stage: String? {
         didSet { shared.state.withLock { $0.stage = stage } }
@@ -102,14 +102,27 @@ final class RunDashboard {
         shared.state.withLock { $0.endpoint = endpoint }
     }
 
-    /// The measured phase begins at `date` (second 0 of the timeline).
+    /// A measured phase begins at `date`. The first is second 0 of the dashboard's timeline; a later one
+    /// (the next step of a capacity search) continues it, its seconds counted from that first start, so
+    /// the time between steps shows as a gap.
     func measuredStart(_ date: Date) {
-        startUnix = date.timeIntervalSince1970
-        shared.state.withLock { $0.startedUnix = date.timeIntervalSince1970 }
+        let t = date.timeIntervalSince1970
+        guard let first = startUnix else {
+            startUnix = t
+            shared.state.withLock { $0.startedUnix = t }
+            return
+        }
+        offset = max(Int((t - first).rounded()), nextSecond)
     }
 
+    /// The timeline second after the last one published.
+    private(set) var nextSecond = 0
+
     /// One merged second, as the timeline closes it (main thread).
-    func publish(second interval: TimelineInterval) {
+    func publish(second closed: TimelineInterval) {
+        var interval = closed
+        interval.second += offset
+        nextSecond = interval.second + 1
         let live = LiveSecond(interval: interval, startUnix: startUnix ?? 0, inFlight: last.map { Int64($0.inFlight) },
                               stage: stage)
         let h = interval.latency.decode()
@@ -138,7 +151,6 @@ final class RunDashboard {
     /// The progress line's snapshot, `elapsed` seconds into the run (main thread, about once a second).
     func publish(live s: LiveSnapshot, elapsed: Double) {
         last = s
-        lastElapsed = elapsed
         let source = shared.source
         let phase = elapsed < source.warmupSeconds ? "warmup"
             : source.measuredSeconds.map { elapsed < source.warmupSeconds + $0 } ?? true ? "measure" : "drain"
@@ -162,11 +174,19 @@ final class RunDashboard {
         endpoint.publish(.init(name: "live", data: text), keeping: .latest)
     }
 
-    /// A mark on the time axis: the warm-up's end, a stage, a capacity step and its verdict.
-    func mark(_ text: String, at elapsed: Double? = nil) {
+    /// A source's own event once a second (the gateway's `gateway`), numbered `second` and kept for
+    /// viewers that connect later.
+    func publish(event name: String, json: String, second: Int) {
+        endpoint.publish(.init(name: name, data: json, id: second), keeping: .history)
+        shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
+    }
+
+    /// A mark on the time axis at timeline second `second` (the next one when nil): a capacity step's
+    /// verdict.
+    func mark(_ text: String, second: Int? = nil) {
         let json = JSONWriter.text { w in
             w.object { o in
-                o.member("elapsed_s", ((elapsed ?? lastElapsed) * 1000).rounded() / 1000)
+                o.member("second", Int64(second ?? nextSecond))
                 o.member("text", text)
             }
         }

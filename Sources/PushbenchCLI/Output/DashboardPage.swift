@@ -2,7 +2,8 @@
 /// SVG charts from the event stream. Nothing is fetched from elsewhere, so it works with no network.
 enum DashboardPage {
     /// The page `GET /` answers.
-    static let html = head + "<script>\n" + DashboardScript.axes + DashboardScript.charts + DashboardScript.main + "</script>\n</body>\n</html>\n"
+    static let html = head + "<script>\n" + DashboardScript.axes + DashboardScript.charts + DashboardScript.gateway + DashboardScript.main
+        + "</script>\n</body>\n</html>\n"
 
     private static let head = #"""
     <!DOCTYPE html>
@@ -33,6 +34,8 @@ enum DashboardPage {
     td.n { text-align: right; }
     #final { display: none; grid-column: 1 / -1; border-color: #7a7; }
     .empty { color: #888; font-style: italic; padding: 40px 0; text-align: center; }
+    .gw { display: none; } body.gateway .gw { display: block; } body.gateway .rn { display: none; }
+    #gw-behaviours { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; }
     </style>
     </head>
     <body data-last-second="" data-done="">
@@ -41,14 +44,20 @@ enum DashboardPage {
     <div id="status">connecting…</div>
     </header>
     <main>
-    <section id="final"><h2>Final figures (summary.json)</h2><div id="final-body"></div></section>
-    <section><h2>Last measured second</h2><div id="last"><p class="empty">waiting for the first measured second</p></div></section>
-    <section><h2>Requests per second</h2><p class="note">target (what the schedule asked), sent, completed (answered), ok (2xx)</p><div id="chart-rate"></div></section>
-    <section><h2>Corrected latency per second</h2><p class="note">from each request's intended send time; a log axis when they span decades</p><div id="chart-latency"></div></section>
-    <section><h2>Latency by percentile, every second so far</h2><p class="note">exact: the seconds' histograms merged</p><div id="chart-curve"></div></section>
-    <section><h2>Errors per second</h2><p class="note">error answers (by reason where the source knows it) and transport errors</p><div id="chart-errors"></div></section>
-    <section><h2>In flight and connections</h2><p class="note">at the end of each second; the peer's stream limit when it sent one</p><div id="chart-flight"></div></section>
-    <section><h2>Sender busy and host steal</h2><p class="note">busy: share of the second the sending threads worked; steal: CPU time the hypervisor took, ms per second</p><div id="chart-host"></div></section>
+    <section id="final"><h2 id="final-title">Final figures (summary.json)</h2><div id="final-body"></div></section>
+    <section class="rn"><h2>Last measured second</h2><div id="last"><p class="empty">waiting for the first measured second</p></div></section>
+    <section class="rn"><h2>Requests per second</h2><p class="note">target (what the schedule asked), sent, completed (answered), ok (2xx)</p><div id="chart-rate"></div></section>
+    <section class="rn"><h2>Corrected latency per second</h2><p class="note">from each request's intended send time; a log axis when they span decades</p><div id="chart-latency"></div></section>
+    <section class="rn"><h2>Latency by percentile, every second so far</h2><p class="note">exact: the seconds' histograms merged</p><div id="chart-curve"></div></section>
+    <section class="rn"><h2>Errors per second</h2><p class="note">error answers (by reason where the source knows it) and transport errors</p><div id="chart-errors"></div></section>
+    <section class="rn"><h2>In flight and connections</h2><p class="note">at the end of each second; the peer's stream limit when it sent one</p><div id="chart-flight"></div></section>
+    <section class="rn"><h2>Sender busy and host steal</h2><p class="note">busy: share of the second the sending threads worked; steal: CPU time the hypervisor took, ms per second</p><div id="chart-host"></div></section>
+    <section class="gw"><h2>Behaviours in force</h2><p id="gw-behaviours"></p></section>
+    <section class="gw"><h2>Requests per second by route</h2><p class="note">every request the gateway received, and those of the FCM route and over HTTP/1.1</p><div id="chart-gw-routes"></div></section>
+    <section class="gw"><h2>Answers per second by status</h2><div id="chart-gw-status"></div></section>
+    <section class="gw"><h2>Error answers per second by reason</h2><div id="chart-gw-reasons"></div></section>
+    <section class="gw"><h2>Connections and streams</h2><p class="note">open at the end of each second, and connections opened in it</p><div id="chart-gw-conns"></div></section>
+    <section class="gw"><h2>Limits fired, GOAWAYs, drops, so far</h2><div id="gw-limits"></div></section>
     </main>
 
     """#

@@ -6,7 +6,7 @@ extension DashboardScript {
                 p99: "#ff7f0e", p999: "#d62728", curve: "#6a3d9a", failed: "#d62728", transport: "#8c564b",
                 flight: "#1f77b4", conns: "#2ca02c", limit: "#999", steal: "#d62728", busy: "#1f77b4" };
     const REASONS = ["#e377c2", "#bcbd22", "#17becf", "#9467bd", "#ff9896", "#c49c94", "#7f7f7f", "#aec7e8"];
-    const model = { seconds: [], marks: [], live: null, final: null, warmup: 0, kind: "run", label: "", lost: false };
+    const model = { seconds: [], gateway: [], marks: [], live: null, final: null, warmup: 0, kind: "run", label: "", lost: false };
     const most = 3600;
     function fmt(v) { return v === undefined || v === null ? "–" : grouped(String(v)); }
     function us(v) { return v === undefined || v === null ? "–" : grouped(String(v)) + " µs"; }
@@ -61,6 +61,17 @@ extension DashboardScript {
     function showFinal() {
       const f = model.final;
       if (!f) return;
+      document.getElementById("final").style.display = "block";
+      document.body.dataset.done = "1";
+      if (model.kind === "gateway") { showGatewayFinal(f); return; }
+      if (f.kind === "capacity") {
+        document.getElementById("final-title").textContent = "Capacity (capacity.json)";
+        const a = f.answer || {};
+        document.getElementById("final-body").innerHTML = `<p id="final-line">${esc(a.line || "")}</p>`
+          + `<table><tr><th>answer</th>${cell("final-capacity", a.rps === null || a.rps === undefined ? "none" : fmt(a.rps) + " rps")}</tr>`
+          + `<tr><th>limited by</th>${cell("final-limit", a.limited_by || "")}</tr></table>`;
+        return;
+      }
       const lat = f.latency_us || {}, req = f.requests || {}, thr = f.throughput || {};
       let t = `<table><tr><th>p50</th>${cell("final-p50", us(lat.p50))}<th>sent</th>${cell("final-sent", fmt(req.sent))}</tr>`;
       t += `<tr><th>p90</th>${cell("final-p90", us(lat.p90))}<th>ok</th>${cell("final-ok", fmt(req.succeeded))}</tr>`;
@@ -81,6 +92,7 @@ extension DashboardScript {
     }
 
     function render() {
+      if (model.kind === "gateway") { renderGateway(); return; }
       const list = model.seconds;
       if (!list.length) {
         const why = model.live && model.live.phase === "warmup" ? "warm-up: no measured second yet" : "waiting for the first measured second";
@@ -96,7 +108,7 @@ extension DashboardScript {
       list.forEach((s, i) => {
         if (s.stage && (i === 0 || list[i - 1].stage !== s.stage)) marks.push({ at: s.second, text: s.stage, row: marks.length % 3 });
       });
-      model.marks.forEach(m => marks.push({ at: m.elapsed_s - model.warmup, text: m.text, row: marks.length % 3 }));
+      model.marks.forEach(m => marks.push({ at: m.second, text: m.text, row: marks.length % 3 }));
       const common = { x: x, xUnit: "measured second", bands: bands, marks: marks };
       const pts = key => list.map(s => [s.second, s[key] === undefined ? null : s[key]]);
       const max = (keys) => Math.max(1, ...list.flatMap(s => keys.map(k => s[k] || 0)));
@@ -151,9 +163,15 @@ extension DashboardScript {
       model.label = state.label || "";
       document.getElementById("title").textContent = `pushbench ${model.kind}` + (model.label ? `: ${model.label}` : "");
       document.title = `pushbench ${model.kind} ${model.label}`;
+      if (model.kind === "gateway") {
+        document.body.classList.add("gateway");
+        document.getElementById("title").textContent = "pushbench gateway";
+        document.getElementById("gw-behaviours").textContent = model.label;
+      }
       const events = new EventSource("/events");
       events.addEventListener("second", e => { addSecond(JSON.parse(e.data)); later(); });
       events.addEventListener("live", e => { model.live = JSON.parse(e.data); showStatus(); if (!model.seconds.length) later(); });
+      events.addEventListener("gateway", e => { addGateway(JSON.parse(e.data)); later(); });
       events.addEventListener("mark", e => { model.marks.push(JSON.parse(e.data)); later(); });
       events.addEventListener("final", e => {
         model.final = JSON.parse(e.data);

@@ -25,7 +25,7 @@ import Testing
     /// A default shown in help and docs is what an absent option gives.
     @Test func everyShownDefaultIsTheRealDefault() {
         #expect(RunCommand.options.optionsWithWrongDefaults(base: RunOptions()) == [])
-        #expect(GatewayCommand.options.optionsWithWrongDefaults(base: GatewayConfiguration()) == [])
+        #expect(GatewayCommand.options.optionsWithWrongDefaults(base: GatewayCommandOptions()) == [])
         #expect(CompareCommand.options.optionsWithWrongDefaults(base: CompareOptions()) == [])
         #expect(MergeCommand.options.optionsWithWrongDefaults(base: MergeOptions()) == [])
         #expect(ReportCommand.options.optionsWithWrongDefaults(base: ReportOptions()) == [])
