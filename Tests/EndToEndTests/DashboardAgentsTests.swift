@@ -10,38 +10,11 @@ import Glibc
 /// merged p99 of each second equals that second's p99 in the merged run folder (`pushbench merge` of
 /// the agents' folders); an agent killed mid-run is named missing in the seconds after.
 @Suite(.serialized) struct DashboardAgentsTests {
-    /// A child process writing to files; stopped with SIGKILL (Foundation starts children with SIGTERM blocked).
-    final class Child {
-        let process = Process()
-        let out: URL, err: URL
+    typealias Child = DashboardBrowserTests.Child
 
-        init(_ args: [String], in dir: URL, name: String) throws {
-            let bin = try #require(PushbenchBinary.url, "build pushbench first (swift build --build-tests)")
-            out = dir.appendingPathComponent("\(name).out")
-            err = dir.appendingPathComponent("\(name).err")
-            FileManager.default.createFile(atPath: out.path, contents: nil)
-            FileManager.default.createFile(atPath: err.path, contents: nil)
-            process.executableURL = bin
-            process.arguments = args
-            process.standardOutput = try FileHandle(forWritingTo: out)
-            process.standardError = try FileHandle(forWritingTo: err)
-            try process.run()
-        }
-
-        var stdout: String { (try? String(contentsOf: out, encoding: .utf8)) ?? "" }
-        var stderr: String { (try? String(contentsOf: err, encoding: .utf8)) ?? "" }
-
-        /// Waits at most `seconds` for it to exit; true when it did.
-        func wait(_ seconds: Double) -> Bool {
-            let until = Date().addingTimeInterval(seconds)
-            while process.isRunning && Date() < until { usleep(50_000) }
-            return !process.isRunning
-        }
-
-        func kill() {
-            if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+    /// `pushbench args`, its output to files in `dir`.
+    static func pushbench(_ args: [String], in dir: URL, name: String) throws -> Child {
+        try Child(try #require(PushbenchBinary.url, "build pushbench first (swift build --build-tests)"), args, in: dir, name: name)
     }
 
     /// Unix seconds with milliseconds, `offset` seconds from now.
@@ -102,11 +75,11 @@ import Glibc
         var agents: [Child] = []
         defer { for a in agents { a.kill() } }
         for i in 0..<3 {
-            agents.append(try Child(Self.agentArgs(i, of: 3, gateway: gateway.url, rps: 900, duration: "4s", start: start, port: ports[i], out: dir),
+            agents.append(try Self.pushbench(Self.agentArgs(i, of: 3, gateway: gateway.url, rps: 900, duration: "4s", start: start, port: ports[i], out: dir),
                                     in: dir, name: "agent-\(i)"))
         }
         let listen = PipelineServiceTests.freePort()
-        let dashboard = try Child(["dashboard"] + ports.map { "http://127.0.0.1:\($0)" }
+        let dashboard = try Self.pushbench(["dashboard"] + ports.map { "http://127.0.0.1:\($0)" }
                                   + ["--listen", "127.0.0.1:\(listen)", "--wait", "10s", "--ndjson", "--quiet", "--dashboard-linger", "30s"],
                                   in: dir, name: "dashboard")
         defer { dashboard.kill() }
@@ -166,11 +139,11 @@ import Glibc
         let ports = (0..<2).map { _ in PipelineServiceTests.freePort() }
         let start = Self.startAt(3)
         let agents = try (0..<2).map { i in
-            try Child(Self.agentArgs(i, of: 2, gateway: gateway.url, rps: 400, duration: "6s", start: start, port: ports[i], out: dir),
+            try Self.pushbench(Self.agentArgs(i, of: 2, gateway: gateway.url, rps: 400, duration: "6s", start: start, port: ports[i], out: dir),
                       in: dir, name: "agent-\(i)")
         }
         defer { for a in agents { a.kill() } }
-        let dashboard = try Child(["dashboard", "http://127.0.0.1:\(ports[0])", "http://127.0.0.1:\(ports[1])",
+        let dashboard = try Self.pushbench(["dashboard", "http://127.0.0.1:\(ports[0])", "http://127.0.0.1:\(ports[1])",
                                    "--listen", "127.0.0.1:\(PipelineServiceTests.freePort())", "--wait", "1s", "--ndjson"],
                                   in: dir, name: "dashboard")
         defer { dashboard.kill() }

@@ -2,7 +2,7 @@ import Foundation
 import PushTransport
 
 /// `pushbench dashboard`'s options.
-struct DashboardOptions: Equatable, Sendable {
+struct DashboardCommandOptions: Equatable, Sendable {
     /// `--listen`: where the merged dashboard is served.
     var listen = ListenAddress(host: "127.0.0.1", port: 8088)
     /// `--dashboard-viewers`.
@@ -43,14 +43,14 @@ struct DashboardCommand: PushbenchCommand {
     """
     static let footer: String? = "EXIT STATUS: 0 every agent finished, or stopped by a signal; 1 a failure (the message says which); 2 bad input."
 
-    static var options: OptionTable<DashboardOptions> {
+    static var options: OptionTable<DashboardCommandOptions> {
         OptionTable([
             .value("--listen", "[HOST:]PORT", \.listen, default: "127.0.0.1:8088",
                    help: "where to serve the merged dashboard; a PORT alone is 127.0.0.1:PORT, 0.0.0.0:PORT reaches every interface") {
                 text, name throws(UsageError) in
                 let spec = !text.isEmpty && text.allSatisfy(\.isNumber) ? ":" + text : text
                 let (host, port) = try ValueParser.quantity(spec, option: name, HostResolver.listenAddress)
-                return DashboardOptions.ListenAddress(host: host, port: port)
+                return DashboardCommandOptions.ListenAddress(host: host, port: port)
             },
             .value("--wait", "T", \.wait, default: "3s",
                    help: "how long a second waits past its end for an agent that has not sent it; then it is shown without it, the agent named missing") {
@@ -59,10 +59,10 @@ struct DashboardCommand: PushbenchCommand {
                 guard t > 0, t <= 600 else { throw UsageError("\(name): '\(text)' is out of range (above 0s, at most 10m)") }
                 return t
             },
-            .value("--dashboard-viewers", "N", \.viewers, default: "8", help: "at most N viewers of the page at once; one more is refused") {
+            .value("--dashboard-viewers", "N", \.viewers, default: "8", help: "browsers (event streams) the dashboard serves at once; one more is refused with 503") {
                 text, name throws(UsageError) in try ValueParser.integer(text, option: name, range: 1...1_000)
             },
-            .value("--dashboard-linger", "T", \.linger, default: "0s", help: "once every agent is done, keep serving the final page for T") {
+            .value("--dashboard-linger", "T", \.linger, default: "0s", help: "keep serving the dashboard's final page this long after every agent is done (e.g. 5m)") {
                 text, name throws(UsageError) in
                 let d = try ValueParser.duration(text, option: name)
                 guard d <= 7 * 86_400 else { throw UsageError("\(name): '\(text)' is over a week") }
@@ -74,11 +74,11 @@ struct DashboardCommand: PushbenchCommand {
     }
 
     let agents: [AgentAddress]
-    let options: DashboardOptions
+    let options: DashboardCommandOptions
 
     init(arguments a: ParsedArguments) throws(UsageError) {
         guard !a.positionals.isEmpty else { throw UsageError("missing URL (one or more agents' http://HOST:PORT)") }
-        var o = DashboardOptions()
+        var o = DashboardCommandOptions()
         try Self.options.apply(a, to: &o)
         var seen: Set<String> = []
         var agents: [AgentAddress] = []

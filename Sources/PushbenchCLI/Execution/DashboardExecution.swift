@@ -12,7 +12,7 @@ import Glibc
 /// signal, with the final figures of what was merged.
 struct DashboardExecution {
     let agents: [AgentAddress]
-    let options: DashboardOptions
+    let options: DashboardCommandOptions
 
     func run() -> Int32 {
         let previous = catchInterrupts()

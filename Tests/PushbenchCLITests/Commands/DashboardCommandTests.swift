@@ -17,11 +17,11 @@ import Testing
                                 "--listen", "0.0.0.0:9090", "--wait", "5s", "--dashboard-viewers", "3", "--dashboard-linger", "1m"])
         #expect(c.agents.map(\.name) == ["10.0.0.5:8088", "pb-agents-1.pb-agents.bench.svc:8088", "[::1]:9000"])
         #expect(c.agents[2].host == "::1" && c.agents[2].port == 9000)
-        #expect(c.options.listen == DashboardOptions.ListenAddress(host: "0.0.0.0", port: 9090))
+        #expect(c.options.listen == DashboardCommandOptions.ListenAddress(host: "0.0.0.0", port: 9090))
         #expect(c.options.wait == 5 && c.options.viewers == 3 && c.options.linger == 60)
         let defaults = try Self.parse(["http://127.0.0.1:8088"])
-        #expect(defaults.options == DashboardOptions())
-        #expect(defaults.options.listen == DashboardOptions.ListenAddress(host: "127.0.0.1", port: 8088))
+        #expect(defaults.options == DashboardCommandOptions())
+        #expect(defaults.options.listen == DashboardCommandOptions.ListenAddress(host: "127.0.0.1", port: 8088))
         #expect(try Self.parse(["http://127.0.0.1:1", "--listen", "9000"]).options.listen.port == 9000, "a port alone is loopback's")
     }
 
