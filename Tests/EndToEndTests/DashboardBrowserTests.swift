@@ -198,3 +198,66 @@ extension DashboardBrowserTests {
         print("gateway dashboard screenshot: \(kept.path)")
     }
 }
+
+extension DashboardBrowserTests {
+    /// `pushbench pipeline --dashboard` through a relay (nghttpx) as the service: the run's charts and the
+    /// pipeline's, and at the end the pipeline's figures of summary.json on the page.
+    @Test func aPipelineIsWatchedInChromium() throws {
+        let bin = try #require(PushbenchBinary.url)
+        let folder = PushbenchBinary.tempDir("pushbench-dashboard")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = folder.appendingPathComponent("dashboard_browser.py")
+        try dashboardBrowserSource.write(to: script, atomically: true, encoding: .utf8)
+        let egress = PipelineServiceTests.freePort()
+        let relay = try PassThroughRelay(egress: egress, dir: folder, tlsFront: false, tlsBack: false)
+        defer { relay.stop() }
+        let request = folder.appendingPathComponent("apns.http")
+        try PipelineRunTests.apnsRequest.write(to: request, atomically: true, encoding: .utf8)
+
+        let browser = try Child(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script.path, folder.path, "run", "60"],
+                                in: folder, name: "browser")
+        defer { browser.kill() }
+        let ready = folder.appendingPathComponent("ready")
+        for _ in 0..<1200 where !FileManager.default.fileExists(atPath: ready.path) && browser.process.isRunning { usleep(100_000) }
+        try #require(FileManager.default.fileExists(atPath: ready.path), "the browser did not start: \(browser.stderr)")
+
+        let results = folder.appendingPathComponent("results")
+        let run = try Child(bin, ["pipeline", "--target", "http://127.0.0.1:\(relay.port)", "--h2c", "--request", request.path,
+                                  "--egress-listen", "127.0.0.1:\(egress)", "--egress-h2c", "--rps", "300", "--duration", "6s",
+                                  "--warmup", "1s", "--connections", "1", "--threads", "1", "--drain", "2s", "--quiet",
+                                  "--dashboard", "127.0.0.1:0", "--dashboard-linger", "2m", "--out", results.path],
+                            in: folder, name: "pipeline")
+        defer { run.kill() }
+        let port = try Self.dashboardPort(run)
+        try "http://127.0.0.1:\(port)/\n".write(to: folder.appendingPathComponent("url"), atomically: true, encoding: .utf8)
+
+        #expect(browser.wait(120), "the browser script did not end: \(browser.stderr)")
+        #expect(browser.process.terminationStatus == 0, "\(browser.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(browser.stdout.utf8)) as? [String: Any],
+                                  "browser said: \(browser.stdout) \(browser.stderr)")
+        let seen = (report["seen"] as? [String] ?? []).compactMap(Int.init)
+        #expect(zip(seen, seen.dropFirst()).filter { $0.1 == $0.0 + 1 }.count >= 2, "seconds seen: \(seen)")
+        #expect(report["done"] as? Bool == true)
+
+        let pipeline = try #require(try PushbenchBinary.summary(results)["pipeline"] as? [String: Any])
+        let texts = report["texts"] as? [String: Any] ?? [:]
+        let text = { (id: String) in texts[id] as? String }
+        #expect(PushbenchBinary.int(pipeline, "expected") == 1800)
+        for key in ["expected", "delivered", "lost", "duplicated"] {
+            #expect(Self.digits(text("final-pl-\(key)")) == PushbenchBinary.int(pipeline, key), "\(key): \(text("final-pl-\(key)") ?? "none")")
+        }
+        for (id, key) in [("final-pl-p50", "p50"), ("final-pl-p99", "p99"), ("final-pl-p999", "p999"), ("final-pl-max", "max")] {
+            #expect(Self.digits(text(id)) == PushbenchBinary.int(pipeline, "end_to_end_latency_us", key), "\(id): \(text(id) ?? "none")")
+        }
+        let charts = texts["charts"] as? Int ?? 0
+        #expect(charts >= 12)
+        let console = report["console"] as? [[String: Any]] ?? [[:]]
+        #expect(console.filter { ($0["level"] as? String) == "SEVERE" }.isEmpty, "console: \(console)")
+
+        try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
+        let kept = Self.artifacts.appendingPathComponent("dashboard-pipeline.png")
+        try? FileManager.default.removeItem(at: kept)
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: try #require(report["screenshot"] as? String)), to: kept)
+        print("pipeline dashboard screenshot: \(kept.path)")
+    }
+}

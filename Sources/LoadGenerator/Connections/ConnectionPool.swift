@@ -80,7 +80,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     var providerTokenRefreshes: Int { builder.providerTokenRefreshes }
 
     /// Connections that are connected now.
-    var connectedCount: Int { connections.active.reduce(0) { $0 + ($1.isConnected ? 1 : 0) } }
+    var connectedCount: Int { connections.connectedCount }
 
     // MARK: RequestPort
 

@@ -23,6 +23,9 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
 
     /// The connections, their replacement, counters and pruned tokens (shared with the HTTP/2 pool).
     let connections: PooledConnections<HTTP1ClientConnection>
+
+    /// Connections connected now.
+    var connectedCount: Int { connections.connectedCount }
     private unowned(unsafe) var preferred: HTTP1ClientConnection?
 
     var initialConnected: Int { connections.initialConnected }

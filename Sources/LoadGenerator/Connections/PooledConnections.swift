@@ -42,6 +42,9 @@ final class PooledConnections<Connection: PoolConnection> {
 
     /// The connections requests go on, `config.connections` of them.
     private(set) var active: [Connection] = []
+
+    /// Connections connected now.
+    var connectedCount: Int { active.reduce(0) { $0 + ($1.isConnected ? 1 : 0) } }
     /// Replaced connections that have not closed yet.
     private var retired: [Connection] = []
     /// How many replaced connections are kept because they have not closed.

@@ -18,6 +18,8 @@ protocol DriverPool: RequestPort {
     var firstError: String? { get }
     /// Connection counters.
     var stats: ConnectionStats { get }
+    /// Connections connected now.
+    var connectedCount: Int { get }
     /// The counters at the end of the run, the peer's stream limit as it stands then.
     var finalStats: ConnectionStats { get }
     /// Tokens pruned as gone, and whether every one was.

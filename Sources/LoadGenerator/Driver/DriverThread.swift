@@ -58,6 +58,8 @@ final class DriverThread<Pool: DriverPool> {
     private var housekeeping: LoopTimer!
     private var state = State.connecting
     private var armedDeadline: UInt64 = 0
+    // Housekeeping ticks while running (one a millisecond), to space out what is done a few times a second.
+    private var housekeepingTicks = 0
     private var periodic = false
     private var periodNs: UInt64 = 0
     private var t0: UInt64 = 0
@@ -179,6 +181,13 @@ final class DriverThread<Pool: DriverPool> {
             pump()
         case .running:
             if config.schedule != nil && core.generating { followSchedule(at: now) }
+            // The live view's connection figures, a few times a second: a scan of the connections, kept
+            // off the per-request path.
+            housekeepingTicks &+= 1
+            if housekeepingTicks % 200 == 0 {
+                shared.live[index].connections.store(pool.connectedCount, ordering: .relaxed)
+                shared.live[index].peerStreamLimit.store(pool.stats.peerMaxStreams ?? 0, ordering: .relaxed)
+            }
             if shared.stop.load(ordering: .relaxed) && !core.stopped { core.stop() }
             if pool.tokensExhausted && !shared.tokensExhausted.load(ordering: .relaxed) {
                 // Nothing left to send to: this thread's core is stopped; stop the others as well.

@@ -22,6 +22,10 @@ public final class LiveCounters: Sendable {
     public let lastCount = Atomic<Int>(0)
     /// Whole seconds finished (bumped after lastP50/lastP99 are stored).
     public let seconds = Atomic<Int>(0)
+    /// Connections connected now (stored by the driver thread's housekeeping, a few times a second).
+    public let connections = Atomic<Int>(0)
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS as last received, 0 when none was.
+    public let peerStreamLimit = Atomic<Int>(0)
     /// Creates zeroed counters.
     public init() {}
 }
@@ -268,6 +272,10 @@ public struct LiveSnapshot: Sendable, Equatable {
     public var tls: String?
     /// Responses in the last whole second of every thread: 0 means the percentiles above say nothing.
     public var lastSecondCompleted = 0
+    /// Connections connected, over every thread.
+    public var connections = 0
+    /// The lowest stream limit a peer announced, over every thread; nil when none did.
+    public var peerStreamLimit: Int?
 
     /// Zeroes.
     public init() {}
@@ -284,6 +292,9 @@ public struct LiveSnapshot: Sendable, Equatable {
             p50Micros = max(p50Micros, c.lastP50.load(ordering: .relaxed))
             p99Micros = max(p99Micros, c.lastP99.load(ordering: .relaxed))
             lastSecondCompleted += c.lastCount.load(ordering: .relaxed)
+            connections += c.connections.load(ordering: .relaxed)
+            let limit = c.peerStreamLimit.load(ordering: .relaxed)
+            if limit > 0 { peerStreamLimit = min(peerStreamLimit ?? limit, limit) }
         }
     }
 }

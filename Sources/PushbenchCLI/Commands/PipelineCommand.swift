@@ -30,6 +30,7 @@ struct PipelineCommand: PushbenchCommand {
         "--cacert", "--insecure", "--cert", "--key", "--rps", "--stages", "--rate-file", "--duration", "--warmup", "--requests",
         "--connections", "--streams", "--threads", "--tokens", "--out", "--label", "--retry", "--seed", "--pace-quantum",
         "--gateway-arg", "--segment", "--start-at", "--start-late-ok", "--quiet", "--json", "--metrics-listen",
+        "--dashboard", "--dashboard-viewers", "--dashboard-linger",
         "--slo", "--abort-on-slo", "--slo-grace", "--junit", "--log", "--log-sample", "--log-slower-than",
     ]
 

@@ -9,19 +9,24 @@ import PushVocabulary
 /// One `pushbench pipeline`: the egress gateway with its correlator, the load run against the front door
 /// with its taps, the wait for the last pushes, the run folder with the pipeline's files, the printout.
 struct PipelineExecution {
-    let run: RunExecution
+    var run: RunExecution
     var options: RunOptions { run.options }
     typealias Failure = RunExecution.Failure
 
     typealias File = PipelineMerge.File
 
     func execute() -> Int32 {
-        do {
+        do throws(Failure) {
             try run.checkDescriptors()
             let (request, template, tokens) = try loadInputs()
             let destination = ResultsDestination(root: URL(fileURLWithPath: options.outputRoot))
             try destination.check()
-            return try runOnce(request: request, template: template, tokens: tokens, destination: destination)
+            var watched = self
+            watched.run.dashboard = try run.startDashboard(kind: "pipeline", label: options.label, command: "pipeline")
+            defer { watched.run.dashboard?.stop() }
+            let status = try watched.runOnce(request: request, template: template, tokens: tokens, destination: destination)
+            watched.run.lingerDashboard(command: "pipeline")
+            return status
         } catch {
             printError("pushbench pipeline: \(error.message)")
             return error.status
@@ -63,12 +68,18 @@ struct PipelineExecution {
         var spool: TimelineSpool?
         let tracker = run.objectiveTracker()
         var tee: ObjectiveSink?
+        var watching: DashboardSink?
+        let dashboard = run.dashboard
         var measured = try measure(request: request, template: template, tokens: tokens, label: label, timeline: { startedAt in
             spool = destination.openSpool(startedAt: startedAt, label: label)
             tee = tracker.map { ObjectiveSink(inner: spool, tracker: $0) }
-            return tee ?? spool
+            guard let dashboard else { return tee ?? spool }
+            dashboard.measuredStart(startedAt)
+            watching = DashboardSink(inner: tee ?? spool, dashboard: dashboard)
+            return watching
         }, abort: { tracker?.abortReason != nil })
         if let tee, spool == nil { measured.record.intervals = tee.kept }
+        if let watching, tee == nil, spool == nil { measured.record.intervals = watching.kept }
         let c = measured.counts
         let report = tracker.map {
             ObjectiveReport(tracker: $0, record: measured.record,
@@ -85,6 +96,7 @@ struct PipelineExecution {
         } catch {
             throw Failure(status: 1, message: "writing the pipeline files in \(folder.path): \(error)")
         }
+        dashboard?.finish(summaryJSON: ResultsWriter.summaryJSON(measured.record, runID: folder.lastPathComponent).render())
         var summary: [String] = []
         if options.json {
             printOut(ResultsWriter.summaryJSON(measured.record, runID: folder.lastPathComponent).render())
@@ -154,18 +166,24 @@ struct PipelineExecution {
         let pipeline = PipelineRun(config: config, tap: tap, drainNs: drainNs, arrivals: egress.drain, refused: egress.refused)
 
         let display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds, targetRPS: config.rate)
+        // Pipeline seconds already on the dashboard.
+        var shown = 0
         let result: LoadResult
         do throws(Failure) {
             // The drain for the last pushes stays inside the watch, so a stop signal during it still
             // ends the run with its results kept.
             result = try run.watched(label: label, target: authority, targetRPS: config.rate, display: display) { watch throws(LoadRunError) in
                 let result = try LoadRun.run(config, timeline: timeline, progress: watch.show,
-                                             shouldStop: { watch.stopRequested || abort() }, poll: { t0 in pipeline.poll(t0: t0) })
+                                             shouldStop: { watch.stopRequested || abort() }, poll: { t0 in
+                                                 pipeline.poll(t0: t0)
+                                                 if let dashboard = run.dashboard { shown = PipelineDashboard.show(pipeline, from: shown, on: dashboard) }
+                                             })
                 watch.display.finish()
                 if let ledger = pipeline.ledger, ledger.inFlight > 0, !options.quiet, !options.json {
                     printError("pushbench pipeline: waiting up to \(ProgressDisplay.fixed(options.pipeline.drainSeconds, 1)) s for \(ledger.inFlight) pushes still on their way")
                 }
                 pipeline.drain(t0: result.t0Ns, deadline: MonotonicClock.nanoseconds() + drainNs, shouldStop: { watch.stopRequested })
+                if let dashboard = run.dashboard { shown = PipelineDashboard.show(pipeline, from: shown, on: dashboard) }
                 return result
             }
         } catch {
@@ -177,6 +195,7 @@ struct PipelineExecution {
             printError("pushbench pipeline: WARNING: \(failures.count) fetches from --egress-url failed (last: \(failures.last ?? "?")); pushes they would have brought count as lost")
         }
         let counts = pipeline.finish(t0: result.t0Ns)
+        if let dashboard = run.dashboard { shown = PipelineDashboard.show(pipeline, from: shown, on: dashboard) }
         var record = run.makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
         run.closeRequestLog(requestLog, record: &record)
         let endToEnd = pipeline.ledger!.endToEnd

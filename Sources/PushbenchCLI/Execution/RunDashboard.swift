@@ -124,7 +124,8 @@ final class RunDashboard {
         interval.second += offset
         nextSecond = interval.second + 1
         let live = LiveSecond(interval: interval, startUnix: startUnix ?? 0, inFlight: last.map { Int64($0.inFlight) },
-                              stage: stage)
+                              connections: last.map { Int64($0.connections) },
+                              peerStreamLimit: last?.peerStreamLimit.map { Int64($0) }, stage: stage)
         let h = interval.latency.decode()
         if let whole { whole.add(h) } else { whole = h.copy() }
         let line = Self.pageLine(live, second: h, whole: whole!)
@@ -163,6 +164,7 @@ final class RunDashboard {
                 o.member("errors", Int64(s.errors))
                 o.member("in_flight", Int64(s.inFlight))
                 o.member("backlog", Int64(s.backlog))
+                o.member("connections", Int64(s.connections))
                 if let t = source.targetRPS { o.member("target_rps", Int64(t)) }
                 if let stage { o.member("stage", stage) }
                 if s.lastSecondCompleted > 0 {

@@ -2,7 +2,7 @@
 /// SVG charts from the event stream. Nothing is fetched from elsewhere, so it works with no network.
 enum DashboardPage {
     /// The page `GET /` answers.
-    static let html = head + "<script>\n" + DashboardScript.axes + DashboardScript.charts + DashboardScript.gateway + DashboardScript.main
+    static let html = head + "<script>\n" + DashboardScript.axes + DashboardScript.charts + DashboardScript.sources + DashboardScript.main
         + "</script>\n</body>\n</html>\n"
 
     private static let head = #"""
@@ -34,7 +34,7 @@ enum DashboardPage {
     td.n { text-align: right; }
     #final { display: none; grid-column: 1 / -1; border-color: #7a7; }
     .empty { color: #888; font-style: italic; padding: 40px 0; text-align: center; }
-    .gw { display: none; } body.gateway .gw { display: block; } body.gateway .rn { display: none; }
+    .gw, .pl { display: none; } body.gateway .gw, body.pipeline .pl { display: block; } body.gateway .rn { display: none; }
     #gw-behaviours { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; }
     </style>
     </head>
@@ -52,6 +52,9 @@ enum DashboardPage {
     <section class="rn"><h2>Errors per second</h2><p class="note">error answers (by reason where the source knows it) and transport errors</p><div id="chart-errors"></div></section>
     <section class="rn"><h2>In flight and connections</h2><p class="note">at the end of each second; the peer's stream limit when it sent one</p><div id="chart-flight"></div></section>
     <section class="rn"><h2>Sender busy and host steal</h2><p class="note">busy: share of the second the sending threads worked; steal: CPU time the hypervisor took, ms per second</p><div id="chart-host"></div></section>
+    <section class="pl"><h2>Front door and egress per second</h2><p class="note">answers of the service's front door, and pushes that reached the egress (APNs and FCM)</p><div id="chart-pl-rates"></div></section>
+    <section class="pl"><h2>End-to-end latency per second</h2><p class="note">from each request's intended send time to its push's arrival at the egress</p><div id="chart-pl-latency"></div></section>
+    <section class="pl"><h2>Backlog, lost and duplicated</h2><p class="note">pushes expected and not yet arrived at each second's end; lost and duplicated so far</p><div id="chart-pl-backlog"></div></section>
     <section class="gw"><h2>Behaviours in force</h2><p id="gw-behaviours"></p></section>
     <section class="gw"><h2>Requests per second by route</h2><p class="note">every request the gateway received, and those of the FCM route and over HTTP/1.1</p><div id="chart-gw-routes"></div></section>
     <section class="gw"><h2>Answers per second by status</h2><div id="chart-gw-status"></div></section>

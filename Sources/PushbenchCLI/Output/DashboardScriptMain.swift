@@ -6,7 +6,7 @@ extension DashboardScript {
                 p99: "#ff7f0e", p999: "#d62728", curve: "#6a3d9a", failed: "#d62728", transport: "#8c564b",
                 flight: "#1f77b4", conns: "#2ca02c", limit: "#999", steal: "#d62728", busy: "#1f77b4" };
     const REASONS = ["#e377c2", "#bcbd22", "#17becf", "#9467bd", "#ff9896", "#c49c94", "#7f7f7f", "#aec7e8"];
-    const model = { seconds: [], gateway: [], marks: [], live: null, final: null, warmup: 0, kind: "run", label: "", lost: false };
+    const model = { seconds: [], gateway: [], pipeline: [], marks: [], live: null, final: null, warmup: 0, kind: "run", label: "", lost: false };
     const most = 3600;
     function fmt(v) { return v === undefined || v === null ? "–" : grouped(String(v)); }
     function us(v) { return v === undefined || v === null ? "–" : grouped(String(v)) + " µs"; }
@@ -86,6 +86,7 @@ extension DashboardScript {
         statuses.forEach(([k, v]) => { t += `<tr><th>status ${esc(k)}</th><td class="n" data-status="${esc(k)}">${fmt(v)}</td></tr>`; });
         t += `</table>`;
       }
+      if (f.pipeline) t += pipelineFinal(f.pipeline);
       document.getElementById("final-body").innerHTML = t;
       document.getElementById("final").style.display = "block";
       document.body.dataset.done = "1";
@@ -110,6 +111,7 @@ extension DashboardScript {
       });
       model.marks.forEach(m => marks.push({ at: m.second, text: m.text, row: marks.length % 3 }));
       const common = { x: x, xUnit: "measured second", bands: bands, marks: marks };
+      if (model.kind === "pipeline") renderPipeline(x, common);
       const pts = key => list.map(s => [s.second, s[key] === undefined ? null : s[key]]);
       const max = (keys) => Math.max(1, ...list.flatMap(s => keys.map(k => s[k] || 0)));
 
@@ -163,6 +165,7 @@ extension DashboardScript {
       model.label = state.label || "";
       document.getElementById("title").textContent = `pushbench ${model.kind}` + (model.label ? `: ${model.label}` : "");
       document.title = `pushbench ${model.kind} ${model.label}`;
+      if (model.kind === "pipeline") document.body.classList.add("pipeline");
       if (model.kind === "gateway") {
         document.body.classList.add("gateway");
         document.getElementById("title").textContent = "pushbench gateway";
@@ -171,6 +174,7 @@ extension DashboardScript {
       const events = new EventSource("/events");
       events.addEventListener("second", e => { addSecond(JSON.parse(e.data)); later(); });
       events.addEventListener("live", e => { model.live = JSON.parse(e.data); showStatus(); if (!model.seconds.length) later(); });
+      events.addEventListener("pipeline", e => { addPipeline(JSON.parse(e.data)); later(); });
       events.addEventListener("gateway", e => { addGateway(JSON.parse(e.data)); later(); });
       events.addEventListener("mark", e => { model.marks.push(JSON.parse(e.data)); later(); });
       events.addEventListener("final", e => {

@@ -1,7 +1,9 @@
 extension DashboardScript {
-    /// The gateway's page (`pushbench gateway --dashboard`): its `gateway` events, one a second, each the
-    /// requests and answers of that second and what is open at its end.
-    static let gateway = #"""
+    /// The parts of the other sources: the gateway's page (`pushbench gateway --dashboard`), from its
+    /// `gateway` events, one a second, each the requests and answers of that second and what is open at its
+    /// end; and the pipeline's charts beside a run's (`pushbench pipeline --dashboard`), from its `pipeline`
+    /// events.
+    static let sources = #"""
     function addGateway(g) {
       const list = model.gateway;
       if (list.length && list[list.length - 1].second >= g.second) return;
@@ -50,6 +52,41 @@ extension DashboardScript {
       });
       document.getElementById("gw-limits").innerHTML = `<table>` + Object.entries(sums)
         .map(([k, v]) => `<tr><th>${esc(k)}</th><td class="n">${fmt(v)}</td></tr>`).join("") + `</table>`;
+    }
+    function addPipeline(p) {
+      const list = model.pipeline;
+      if (list.length && list[list.length - 1].second >= p.second) return;
+      list.push(p);
+      if (list.length > 3600) list.splice(0, list.length - 3600);
+    }
+    function renderPipeline(x, common) {
+      const list = model.pipeline;
+      if (!list.length) { ["chart-pl-rates", "chart-pl-latency", "chart-pl-backlog"].forEach(id => emptyChart(id, "waiting for the pipeline's first second")); return; }
+      const pts = key => list.map(p => [p.second, p[key] === undefined ? null : p[key]]);
+      const top = (...keys) => Math.max(1, ...list.flatMap(p => keys.map(k => p[k] || 0)));
+      drawChart("chart-pl-rates", Object.assign({ title: "front door and egress per second", yUnit: "per second",
+        y: linearAxis(0, top("front_door", "egress"), 5, true, 0.05),
+        series: [{ name: "front door answers", color: C.sent, points: pts("front_door") }, { name: "pushes at the egress", color: C.completed, points: pts("egress") },
+                 { name: "APNs", color: "#9467bd", points: pts("apns") }, { name: "FCM", color: C.p99, points: pts("fcm") }] }, common));
+      const ms = key => list.map(p => [p.second, p[key] === undefined ? null : p[key] / 1000]);
+      const p50s = list.filter(p => p.p50_us !== undefined).map(p => p.p50_us / 1000).sort((a, b) => a - b);
+      if (p50s.length) drawChart("chart-pl-latency", Object.assign({ title: "end-to-end latency per second", yUnit: "ms",
+          y: latencyAxis(p50s[0], p50s[Math.floor(p50s.length / 2)], Math.max(...list.map(p => (p.p999_us || 0) / 1000))),
+          series: [{ name: "p50", color: C.p50, points: ms("p50_us") }, { name: "p90", color: C.p90, points: ms("p90_us") },
+                   { name: "p99", color: C.p99, points: ms("p99_us") }, { name: "p99.9", color: C.p999, points: ms("p999_us") }] }, common));
+      else emptyChart("chart-pl-latency", "no push arrived yet");
+      drawChart("chart-pl-backlog", Object.assign({ title: "backlog, lost and duplicated", yUnit: "pushes",
+        y: linearAxis(0, top("backlog", "lost_so_far", "duplicated_so_far"), 5, true, 0.05),
+        series: [{ name: "backlog", color: C.flight, points: pts("backlog") }, { name: "lost so far", color: C.failed, points: pts("lost_so_far") },
+                 { name: "duplicated so far", color: C.p99, points: pts("duplicated_so_far") }] }, common));
+    }
+    function pipelineFinal(p) {
+      const e = p.end_to_end_latency_us || {};
+      let t = `<h2>Pipeline</h2><table><tr><th>expected</th>${cell("final-pl-expected", fmt(p.expected))}<th>end-to-end p50</th>${cell("final-pl-p50", us(e.p50))}</tr>`;
+      t += `<tr><th>delivered</th>${cell("final-pl-delivered", fmt(p.delivered))}<th>p99</th>${cell("final-pl-p99", us(e.p99))}</tr>`;
+      t += `<tr><th>lost</th>${cell("final-pl-lost", fmt(p.lost))}<th>p99.9</th>${cell("final-pl-p999", us(e.p999))}</tr>`;
+      t += `<tr><th>duplicated</th>${cell("final-pl-duplicated", fmt(p.duplicated))}<th>max</th>${cell("final-pl-max", us(e.max))}</tr></table>`;
+      return t;
     }
     function showGatewayFinal(f) {
       document.getElementById("final-title").textContent = "Final figures (the gateway's stats as it stopped)";
