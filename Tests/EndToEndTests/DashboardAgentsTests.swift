@@ -83,6 +83,10 @@ import Glibc
                                   + ["--listen", "127.0.0.1:\(listen)", "--wait", "10s", "--ndjson", "--quiet", "--dashboard-linger", "30s"],
                                   in: dir, name: "dashboard")
         defer { dashboard.kill() }
+        // A dashboard can follow dashboards: this one follows the first as its one agent.
+        let outer = try Self.pushbench(["dashboard", "http://127.0.0.1:\(listen)", "--listen", "127.0.0.1:0", "--ndjson", "--quiet"],
+                                       in: dir, name: "outer")
+        defer { outer.kill() }
         for (i, a) in agents.enumerated() {
             #expect(a.wait(40), "agent \(i) did not end")
             #expect(a.process.terminationStatus == 0, "agent \(i): \(a.stderr)")
@@ -99,6 +103,12 @@ import Glibc
             #expect(line.contains("\"p99_us\":\(s.interval.latency.decode().valueAtPercentile(99)),"), "the page's figure is the histogram's")
         }
         #expect(live == Self.printed(dashboard), "--ndjson prints what /seconds serves")
+        // The outer dashboard ends once the first says it is done, with the same seconds, bucket for bucket.
+        #expect(outer.wait(15) && outer.process.terminationStatus == 0, "\(outer.stderr)")
+        let outerSeconds = Self.printed(outer)
+        #expect(outerSeconds.keys.sorted() == live.keys.sorted())
+        #expect(outerSeconds.allSatisfy { k, s in s.interval.latency.decode().valueAtPercentile(99) == live[k]?.interval.latency.decode().valueAtPercentile(99)
+                                          && s.interval.completed == live[k]?.interval.completed && s.agents == 1 })
         let state = try #require(try JSONSerialization.jsonObject(with: Data(try Self.get("http://127.0.0.1:\(listen)/state").utf8)) as? [String: Any])
         #expect(state["done"] as? Bool == true && state["kind"] as? String == "dashboard" && state["label"] as? String == "3 agents", "\(state)")
 
