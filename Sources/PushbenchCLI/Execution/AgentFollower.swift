@@ -100,14 +100,16 @@ final class AgentFollower: @unchecked Sendable {
     /// seconds) go to `onSeconds`. Returns true when the merge is complete.
     @discardableResult
     func poll(now: Double) -> Bool {
-        let states = ask { _ in "/state" }
+        let states = ask(agents.indices.filter { !merge.isFinished(agent: $0) }) { _ in "/state" }
         for (i, outcome) in states.enumerated() {
             guard case .answer(200, let body)? = outcome, let state = try? JSONValue.parse(body) else { continue }
             agents[i].label = state["label"]?.string ?? agents[i].label
             agents[i].kind = state["kind"]?.string ?? agents[i].kind
             if state["done"] == .bool(true) { agents[i].done = true }
         }
-        let seconds = ask { "/seconds?after=\($0.after)" }
+        // An agent that did not answer for its state is not asked again this round: one timeout per
+        // round at most, whatever the agents do.
+        let seconds = ask(agents.indices.filter { states[$0].map { Self.failure($0) == nil } ?? false }) { "/seconds?after=\($0.after)" }
         for i in agents.indices {
             let failure = Self.failure(states[i]) ?? Self.failure(seconds[i])
             if let failure {
@@ -141,11 +143,11 @@ final class AgentFollower: @unchecked Sendable {
         return complete
     }
 
-    /// Asks every agent not yet done for `path(agent)` at once; nil for an agent not asked.
-    private func ask(_ path: (Agent) -> String) -> [ParallelGet.Outcome?] {
+    /// Asks the agents `which` for `path(agent)` at once; nil for an agent not asked.
+    private func ask(_ which: [Int], _ path: (Agent) -> String) -> [ParallelGet.Outcome?] {
         var targets: [ParallelGet.Target] = [], owners: [Int] = []
         var out = [ParallelGet.Outcome?](repeating: nil, count: agents.count)
-        for i in agents.indices where !merge.isFinished(agent: i) {
+        for i in which {
             let a = agents[i]
             do throws(HostResolver.Failure) {
                 let host: String
