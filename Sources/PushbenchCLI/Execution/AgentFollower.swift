@@ -104,7 +104,11 @@ final class AgentFollower: @unchecked Sendable {
         for (i, outcome) in states.enumerated() {
             guard case .answer(200, let body)? = outcome, let state = try? JSONValue.parse(body) else { continue }
             agents[i].label = state["label"]?.string ?? agents[i].label
-            agents[i].kind = state["kind"]?.string ?? agents[i].kind
+            let kind = state["kind"]?.string
+            if let kind, kind != agents[i].kind, kind == "gateway" {
+                onNote("agent \(agents[i].address.name) is a gateway's dashboard: it has no measured seconds to merge")
+            }
+            agents[i].kind = kind ?? agents[i].kind
             if state["done"] == .bool(true) { agents[i].done = true }
         }
         // An agent that did not answer for its state is not asked again this round: one timeout per

@@ -139,6 +139,41 @@ import Testing
         #expect(follower.isComplete)
     }
 
+    /// An agent that accepts connections but never answers fails its ask at the timeout, is named
+    /// missing, and the others' seconds go out all the same.
+    @Test func anAgentThatAcceptsButNeverAnswersTimesOut() throws {
+        let a = try FakeAgent()
+        defer { a.kill() }
+        try a.write(seconds: 0...1, latency: 1_000)
+        let mute = Process()
+        mute.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        mute.arguments = ["-c", """
+            import socket, time
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+            print(s.getsockname()[1], flush=True)
+            kept = []
+            end = time.time() + 60
+            s.settimeout(1)
+            while time.time() < end:
+                try: kept.append(s.accept()[0])
+                except OSError: pass
+            """]
+        let out = Pipe()
+        mute.standardOutput = out
+        try mute.run()
+        defer { Glibc.kill(mute.processIdentifier, SIGKILL); mute.waitUntilExit() }
+        let port = try #require(Int(String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        let got = Mutex<[LiveSecond]>([])
+        let follower = try AgentFollower([a.address, try AgentAddress("http://127.0.0.1:\(port)")], wait: 1, timeoutMilliseconds: 300,
+                                         onSeconds: { s in got.withLock { $0 += s } }, onNote: { _ in })
+        follower.poll(now: Self.start + 10)
+        #expect(follower.status[1].answering == false)
+        #expect(follower.status[1].lastError == "no answer within 300 ms", "\(follower.status[1])")
+        let out2 = got.withLock { $0 }
+        #expect(out2.map(\.interval.second) == [0, 1] && out2.allSatisfy { $0.missingAgents == ["127.0.0.1:\(port)"] })
+    }
+
     /// An agent that never answers at all does not hold up the others' seconds beyond the wait, and a
     /// round of asks is bounded by the timeout whatever the agents do.
     @Test func anAgentThatNeverAnswersIsMissingFromTheStart() throws {
