@@ -154,7 +154,7 @@ import Glibc
         }
         defer { for a in agents { a.kill() } }
         let dashboard = try Self.pushbench(["dashboard", "http://127.0.0.1:\(ports[0])", "http://127.0.0.1:\(ports[1])",
-                                   "--listen", "127.0.0.1:\(PipelineServiceTests.freePort())", "--wait", "1s", "--ndjson"],
+                                   "--listen", "127.0.0.1:\(PipelineServiceTests.freePort())", "--wait", "3s", "--ndjson"],
                                   in: dir, name: "dashboard")
         defer { dashboard.kill() }
         let name = "127.0.0.1:\(ports[1])"
