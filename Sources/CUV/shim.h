@@ -23,6 +23,9 @@ static inline uv_handle_t *pb_idle_as_handle(uv_idle_t *i) { return (uv_handle_t
 static inline uv_handle_t *pb_check_as_handle(uv_check_t *c) { return (uv_handle_t *)c; }
 static inline uv_handle_t *pb_prepare_as_handle(uv_prepare_t *p) { return (uv_handle_t *)p; }
 
+// uv_loop_configure is variadic, which Swift cannot call.
+static inline int pb_loop_measure_idle_time(uv_loop_t *l) { return uv_loop_configure(l, UV_METRICS_IDLE_TIME); }
+
 // prctl is variadic and pthread_setname_np needs _GNU_SOURCE: neither reaches Swift's Glibc module.
 static inline int pb_set_thread_name(const char *name) { return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 static inline int pb_get_thread_name(char out[16]) { return prctl(PR_GET_NAME, (unsigned long)out, 0, 0, 0); }

@@ -70,6 +70,7 @@ final class DriverThread<Pool: DriverPool> {
         self.index = index
         self.shared = shared
         loop = try EventLoop()
+        if config.measuresBusy { loop.measureIdleTime() }
         let plan = DriverPlan(rate: config.rate, threads: config.threads, thread: index, warmupNs: config.warmupNs,
                               durationNs: config.durationNs, requests: config.requests, retries: config.retries,
                               drainTimeoutNs: config.drainTimeoutNs, capacity: config.connections * config.streams,
@@ -187,6 +188,10 @@ final class DriverThread<Pool: DriverPool> {
             if housekeepingTicks % 200 == 0 {
                 shared.live[index].connections.store(pool.connectedCount, ordering: .relaxed)
                 shared.live[index].peerStreamLimit.store(pool.stats.peerMaxStreams ?? 0, ordering: .relaxed)
+                if config.measuresBusy {
+                    let idle = Int(loop.idleNanoseconds)
+                    shared.live[index].idle.withLock { $0 = (sampledAt: Int(now), idle: idle) }
+                }
             }
             if shared.stop.load(ordering: .relaxed) && !core.stopped { core.stop() }
             if pool.tokensExhausted && !shared.tokensExhausted.load(ordering: .relaxed) {

@@ -26,6 +26,9 @@ public final class LiveCounters: Sendable {
     public let connections = Atomic<Int>(0)
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS as last received, 0 when none was.
     public let peerStreamLimit = Atomic<Int>(0)
+    /// With ``LoadConfiguration/measuresBusy``: when (monotonic ns) the loop's idle time was last read, and
+    /// that idle time (ns since the loop started); taken together, so a reader gets a matching pair.
+    public let idle = Mutex<(sampledAt: Int, idle: Int)>((0, 0))
     /// Creates zeroed counters.
     public init() {}
 }
@@ -276,6 +279,12 @@ public struct LiveSnapshot: Sendable, Equatable {
     public var connections = 0
     /// The lowest stream limit a peer announced, over every thread; nil when none did.
     public var peerStreamLimit: Int?
+    /// With ``LoadConfiguration/measuresBusy``: the threads' last idle readings added up (the times they
+    /// were read, and the idle time then, ns); the busy share between two snapshots is
+    /// 1 − Δidle / ΔsampledAt.
+    public var idleSampledAt = 0
+    /// See ``idleSampledAt``.
+    public var idleNanoseconds = 0
 
     /// Zeroes.
     public init() {}
@@ -295,6 +304,9 @@ public struct LiveSnapshot: Sendable, Equatable {
             connections += c.connections.load(ordering: .relaxed)
             let limit = c.peerStreamLimit.load(ordering: .relaxed)
             if limit > 0 { peerStreamLimit = min(peerStreamLimit ?? limit, limit) }
+            let idle = c.idle.withLock { $0 }
+            idleSampledAt += idle.sampledAt
+            idleNanoseconds += idle.idle
         }
     }
 }

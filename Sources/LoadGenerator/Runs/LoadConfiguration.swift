@@ -112,6 +112,9 @@ public struct LoadConfiguration: Sendable {
     /// `Unregistered` failures (`--fail Unregistered=1%`) would otherwise prune every token; the CLI turns
     /// it on with `--token-churn`.
     public var pruneGoneTokens = false
+    /// Count each driver loop's idle time, so the live counters say how busy the sending threads are
+    /// (the dashboard's busy share); off by default, as it reads the clock around each wait for events.
+    public var measuresBusy = false
     /// TLS to the target (trust, client certificate, ALPN offer); nil speaks h2c with prior knowledge.
     public var tls: TLSClientContext?
     /// The name the target's certificate must match, sent as SNI when it is a DNS name (default:

@@ -62,6 +62,13 @@ public final class EventLoop {
         uv_unref(pb_check_as_handle(check))
     }
 
+    /// Starts counting the time the loop waits for events (``idleNanoseconds``); call before it runs.
+    public func measureIdleTime() { _ = pb_loop_measure_idle_time(uvLoop) }
+
+    /// Nanoseconds the loop has waited for events since ``measureIdleTime()`` (0 without it); from the
+    /// loop's thread.
+    public var idleNanoseconds: UInt64 { uv_metrics_idle_time(uvLoop) }
+
     static func from(_ p: UnsafeMutableRawPointer?) -> EventLoop {
         Unmanaged<EventLoop>.fromOpaque(p!).takeUnretainedValue()
     }

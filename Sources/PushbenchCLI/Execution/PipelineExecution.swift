@@ -158,6 +158,7 @@ struct PipelineExecution {
                                                limit: template.maxLength)
         try run.configureTLS(&config, gateway: nil)
         config.frontDoor = FrontDoorRequest(request)
+        config.measuresBusy = run.dashboard != nil
         let tap = PipelineTap(prefix: prefix, threads: config.threads)
         config.pipeline = tap
         let drainNs = UInt64(options.pipeline.drainSeconds * 1e9)

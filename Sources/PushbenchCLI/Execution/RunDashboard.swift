@@ -69,6 +69,8 @@ final class RunDashboard {
     private var last: LiveSnapshot?
     private var whole: HdrHistogram?
     private var offset = 0
+    // The busy share of the sending threads over the last progress interval, from their idle time.
+    private var busy: Double?
     /// The stage now (a capacity step and its verdict), sent with each second and live event.
     var stage: String? {
         didSet { shared.state.withLock { $0.stage = stage } }
@@ -125,7 +127,7 @@ final class RunDashboard {
         nextSecond = interval.second + 1
         let live = LiveSecond(interval: interval, startUnix: startUnix ?? 0, inFlight: last.map { Int64($0.inFlight) },
                               connections: last.map { Int64($0.connections) },
-                              peerStreamLimit: last?.peerStreamLimit.map { Int64($0) }, stage: stage)
+                              peerStreamLimit: last?.peerStreamLimit.map { Int64($0) }, busy: busy, stage: stage)
         let h = interval.latency.decode()
         if let whole { whole.add(h) } else { whole = h.copy() }
         let line = Self.pageLine(live, second: h, whole: whole!)
@@ -151,6 +153,9 @@ final class RunDashboard {
 
     /// The progress line's snapshot, `elapsed` seconds into the run (main thread, about once a second).
     func publish(live s: LiveSnapshot, elapsed: Double) {
+        if let p = last {
+            busy = Self.busy(from: p, to: s)
+        }
         last = s
         let source = shared.source
         let phase = elapsed < source.warmupSeconds ? "warmup"
@@ -230,6 +235,14 @@ final class RunDashboard {
             line += ",\"curve_us\":[" + points.joined(separator: ",") + "]"
         }
         return line + "}"
+    }
+
+    /// The sending threads' busy share between two snapshots (0 to 1, averaged over threads), from their
+    /// loops' idle time; nil when it was not measured or no time passed.
+    static func busy(from a: LiveSnapshot, to b: LiveSnapshot) -> Double? {
+        let wall = b.idleSampledAt - a.idleSampledAt, idle = b.idleNanoseconds - a.idleNanoseconds
+        guard a.idleSampledAt > 0, wall > 0, idle >= 0 else { return nil }
+        return (max(0, min(1, 1 - Double(idle) / Double(wall))) * 1000).rounded() / 1000
     }
 
     /// The percentiles of the curve so far.

@@ -195,6 +195,7 @@ struct RunExecution {
                                                tokens: tokens, limit: limit)
         try configureTLS(&config, gateway: gateway)
         config.encoder = encoder
+        config.measuresBusy = dashboard != nil
         let refresher = try startAccessTokens(gateway: gateway)
         defer { refresher?.stop() }
         config.accessTokens = refresher?.source

@@ -111,6 +111,16 @@ import Testing
         #expect(try lines.allSatisfy { try LiveSecond.parse(line: String($0)).startUnix == 1000 })
     }
 
+    /// The busy share comes from the loops' idle time between two snapshots, averaged over threads.
+    @Test func theBusyShareIsWhatTheLoopsWereNotIdle() {
+        var a = LiveSnapshot(), b = LiveSnapshot()
+        (a.idleSampledAt, a.idleNanoseconds) = (2_000_000_000, 500_000_000)     // two threads, summed
+        (b.idleSampledAt, b.idleNanoseconds) = (4_000_000_000, 2_000_000_000)   // 1.5 s idle of 2 s
+        #expect(RunDashboard.busy(from: a, to: b) == 0.25)
+        #expect(RunDashboard.busy(from: LiveSnapshot(), to: b) == nil)
+        #expect(RunDashboard.busy(from: b, to: b) == nil)
+    }
+
     /// The page is whole: no script, style or image from anywhere else, and it draws from /events.
     @Test func thePageNeedsNothingFromTheNetwork() {
         let page = DashboardPage.html
