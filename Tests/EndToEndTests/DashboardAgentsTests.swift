@@ -141,6 +141,26 @@ import Glibc
         #expect(liveWhole.valueAtPercentile(99.9) == folderWhole.valueAtPercentile(99.9))
     }
 
+    /// Before any agent answers the dashboard serves its page and state; a stop signal ends it, status 0,
+    /// saying what it merged and who never answered.
+    @Test func aStopSignalEndsTheDashboardSayingWhoNeverAnswered() throws {
+        let dir = PushbenchBinary.tempDir("pushbench-dashboard")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let dashboard = try Self.pushbench(["dashboard", "http://127.0.0.1:9", "--listen", "127.0.0.1:0"], in: dir, name: "dashboard")
+        defer { dashboard.kill() }
+        let port = try DashboardBrowserTests.dashboardPort(dashboard)
+        let state = try #require(try JSONSerialization.jsonObject(with: Data(try Self.get("http://127.0.0.1:\(port)/state").utf8)) as? [String: Any])
+        #expect(state["kind"] as? String == "dashboard" && state["done"] as? Bool == false && state["label"] as? String == "1 agent")
+        #expect(try Self.get("http://127.0.0.1:\(port)/").contains("<html"))
+        #expect(try Self.get("http://127.0.0.1:\(port)/seconds?after=-1").isEmpty)
+        #expect(Self.eventually(10) { dashboard.stderr.contains("pushbench dashboard: agent 127.0.0.1:9 does not answer: ") }, "\(dashboard.stderr)")
+        kill(dashboard.process.processIdentifier, SIGINT)
+        #expect(dashboard.wait(10), "a stop signal ends it")
+        #expect(dashboard.process.terminationStatus == 0)
+        #expect(dashboard.stderr.contains("pushbench dashboard: 0 merged seconds, 0 of 1 agents done; not answering: 127.0.0.1:9 (stopped by a signal)\n"),
+                "\(dashboard.stderr)")
+    }
+
     @Test func anAgentKilledMidRunIsNamedMissingInTheSecondsAfter() throws {
         let gateway = try LoopbackGatewayProcess()
         defer { gateway.stop() }
