@@ -3,8 +3,9 @@
 ///
 /// Seconds line up by wall time. An agent's second N covers `[startUnix + N, startUnix + N + 1)`; agents
 /// sharing `--start-at` start their measured phases within milliseconds of each other, so each agent's
-/// seconds are shifted by its start's distance from the first start seen, rounded to whole seconds (as
-/// `pushbench merge` aligns run folders), and merged second K is every agent's second that lands on K.
+/// seconds are shifted by its start's distance from the first start seen, rounded to whole seconds, and
+/// merged second K is every agent's second that lands on K. `pushbench merge` shifts run folders the
+/// same way from the earliest start, which for agents sharing `--start-at` is the same second.
 /// Counts are summed and histograms added bucket by bucket (``TimelineInterval/merged(_:)``), so a merged
 /// second's p99 is the p99 of every request the agents completed in it, never an average of theirs.
 ///
