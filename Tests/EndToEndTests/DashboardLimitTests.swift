@@ -105,6 +105,7 @@ import Testing
             (["--dashboard", ":99999"], "--dashboard: "),
             (["--dashboard-linger", "soon"], "--dashboard-linger: "),
             (["--dashboard", "127.0.0.1:\(port)"], "--dashboard: listen 127.0.0.1:\(port): bind: "),
+            (["--encoder", "zerocopy,copy", "--dashboard", "127.0.0.1:0"], "--dashboard: watches one encoder's run"),
         ] {
             let r = try PushbenchBinary.run(["run", "--rps", "100", "--duration", "1s", "--quiet", "--out", out] + args)
             #expect(r.status == 2, "\(args): \(r.err)")

@@ -23,6 +23,9 @@ final class EventStreamClient {
     let deadline: UInt64
     private var out: [UInt8] = []
     private var written = 0
+    /// Bytes of the replay (what was kept when the viewer connected) not yet taken: they do not count
+    /// against the viewer's bound, which is for what it falls behind since.
+    var replayOwed = 0
 
     init(fd: Int32, deadline: UInt64) {
         self.fd = fd
@@ -52,6 +55,7 @@ final class EventStreamClient {
             let n = out.withUnsafeBytes { send(fd, $0.baseAddress! + written, $0.count - written, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             if n > 0 {
                 written += n
+                replayOwed = max(0, replayOwed - n)
                 continue
             }
             return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)

@@ -11,7 +11,8 @@ import Synchronization
 /// A viewer that connects is first sent what was kept (a bounded history, and the latest of each
 /// `.latest` event), then each event as it is published. At most ``Limits/viewers`` streams at once:
 /// one more is answered 503 with ``Limits/refusal``. A viewer that does not read is closed once more
-/// than ``Limits/viewerBufferBytes`` wait for it, so memory stays bounded whatever viewers do.
+/// than ``Limits/viewerBufferBytes`` wait for it beyond what it is still owed of that first replay, so
+/// memory stays bounded (the replay itself is bounded by ``Limits/keptEvents``) whatever viewers do.
 ///
 /// ```swift
 /// let endpoint = try EventStreamEndpoint.start(host: "127.0.0.1", port: 8088, limits: .init()) { path, query in
@@ -59,7 +60,8 @@ public final class EventStreamEndpoint: Sendable {
     public struct Limits: Sendable {
         /// Event streams open at once.
         public var viewers: Int
-        /// Bytes that may wait for one viewer before it is closed.
+        /// Bytes that may wait for one viewer, beyond what it is still owed of its first replay, before it
+        /// is closed.
         public var viewerBufferBytes: Int
         /// `.history` events kept for viewers that connect later.
         public var keptEvents: Int
@@ -193,7 +195,7 @@ public final class EventStreamEndpoint: Sendable {
                 case .reading: if t > c.deadline { closing.insert(c.fd) }
                 case .answering: if c.unsent == 0 { closing.insert(c.fd) }
                 case .viewing:
-                    if c.unsent > limits.viewerBufferBytes {
+                    if c.unsent > limits.viewerBufferBytes + c.replayOwed {
                         closing.insert(c.fd)
                         droppedCount.add(1, ordering: .relaxed)
                     }
@@ -245,6 +247,7 @@ public final class EventStreamEndpoint: Sendable {
         for k in kept { bytes += Array(k.event.wire.utf8) }
         for c in fresh {
             c.queue(bytes)
+            c.replayOwed = c.unsent
             c.phase = .viewing(replayed: true)
         }
     }

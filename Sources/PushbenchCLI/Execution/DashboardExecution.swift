@@ -51,7 +51,7 @@ struct DashboardExecution {
             for s in handed.withLock({ h in defer { h = [] }; return h }) {
                 if totals.startUnix == nil { dashboard.measuredStart(Date(timeIntervalSince1970: s.startUnix)) }
                 totals.add(s)
-                dashboard.publish(merged: s)
+                dashboard.publish(s)
                 if options.ndjson { printOut(s.jsonLine()) }
                 if !options.quiet { printError("pushbench dashboard: " + Self.line(s, agents: count)) }
             }

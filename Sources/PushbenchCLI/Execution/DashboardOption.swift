@@ -12,7 +12,7 @@ extension RunExecution {
         if case .perSecond(let n) = options.rate, options.schedule == nil { targetRPS = n }
         if let stepSeconds { (measured, targetRPS) = (stepSeconds, nil) }
         let source = RunDashboard.Source(kind: kind, label: label, warmupSeconds: options.warmupSeconds, measuredSeconds: measured,
-                                         targetRPS: targetRPS)
+                                         targetRPS: targetRPS, stages: stepSeconds == nil ? options.schedule?.stages ?? [] : [])
         do throws(ScrapeEndpoint.Failure) {
             let dashboard = try RunDashboard(address: address, viewers: options.dashboardViewers, source: source)
             if let warning = ListenWarning.dashboardMessage(host: address.host, port: dashboard.port) {

@@ -21,6 +21,8 @@ final class RunDashboard {
         /// The measured time after the warm-up, when known (the drain follows it).
         var measuredSeconds: Double?
         var targetRPS: Int?
+        /// The stages of `--stages`, `--rate-file` or a ramp, each second marked with the one it is in.
+        var stages: [RateSchedule.Stage] = []
     }
 
     /// What the endpoint's thread reads: `/state`'s figures, under a lock.
@@ -127,17 +129,14 @@ final class RunDashboard {
         nextSecond = interval.second + 1
         let live = LiveSecond(interval: interval, startUnix: startUnix ?? 0, inFlight: last.map { Int64($0.inFlight) },
                               connections: last.map { Int64($0.connections) },
-                              peerStreamLimit: last?.peerStreamLimit.map { Int64($0) }, busy: busy, stage: stage)
-        let h = interval.latency.decode()
-        if let whole { whole.add(h) } else { whole = h.copy() }
-        let line = Self.pageLine(live, second: h, whole: whole!)
-        endpoint.publish(.init(name: "second", data: line, id: interval.second), keeping: .history)
-        shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
+                              peerStreamLimit: last?.peerStreamLimit.map { Int64($0) }, busy: busy,
+                              stage: stage ?? Self.stage(of: closed.second, in: shared.source.stages))
+        publish(live)
     }
 
-    /// A second made elsewhere, published as the run's own are: one of `pushbench dashboard`'s merged
-    /// seconds, its `agents` and `missing_agents` kept in the line.
-    func publish(merged live: LiveSecond) {
+    /// One second as it is (numbered and dated already; `pushbench dashboard` publishes the seconds it
+    /// merged this way): the `second` event with its percentiles and the curve of every second so far.
+    func publish(_ live: LiveSecond) {
         let h = live.interval.latency.decode()
         if let whole { whole.add(h) } else { whole = h.copy() }
         let line = Self.pageLine(live, second: h, whole: whole!)
@@ -243,6 +242,23 @@ final class RunDashboard {
         let wall = b.idleSampledAt - a.idleSampledAt, idle = b.idleNanoseconds - a.idleNanoseconds
         guard a.idleSampledAt > 0, wall > 0, idle >= 0 else { return nil }
         return (max(0, min(1, 1 - Double(idle) / Double(wall))) * 1000).rounded() / 1000
+    }
+
+    /// The stage of a schedule measured second `second` is in, named by its number and rate
+    /// (`stage 2: 50,000 rps`, `stage 1: 1,000 → 50,000 rps`); nil without stages or past the last.
+    static func stage(of second: Int, in stages: [RateSchedule.Stage]) -> String? {
+        var start: UInt64 = 0
+        let at = UInt64(max(second, 0)) * 1_000_000_000
+        for (k, s) in stages.enumerated() {
+            let end = start + s.durationNs
+            if at >= start && at < end {
+                let rate = s.from == s.to ? CapacitySearch.grouped(s.to)
+                    : "\(CapacitySearch.grouped(s.from)) → \(CapacitySearch.grouped(s.to))"
+                return "stage \(k + 1): \(rate) rps"
+            }
+            start = end
+        }
+        return nil
     }
 
     /// The percentiles of the curve so far.

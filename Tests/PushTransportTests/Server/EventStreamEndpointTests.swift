@@ -179,6 +179,21 @@ import Testing
         #expect(stuck.closed)
     }
 
+    /// What was kept can be more than the bound (an hour of seconds): a late viewer gets all of it.
+    @Test func aReplayLargerThanTheBoundIsNotADrop() throws {
+        let endpoint = try Self.start(.init(viewerBufferBytes: 16 << 10, keptEvents: 100))
+        defer { endpoint.stop() }
+        let payload = String(repeating: "y", count: 8000)
+        for n in 0..<100 { endpoint.publish(.init(name: "second", data: payload, id: n), keeping: .history) }
+        let viewer = try Client(port: endpoint.port, receiveBuffer: 4096)
+        viewer.send("GET /events HTTP/1.1\r\n\r\n")
+        // Slow to start reading: the whole replay (800 kB, fifty times the bound) waits for it.
+        usleep(300_000)
+        #expect(endpoint.viewers == 1 && endpoint.dropped == 0)
+        #expect(viewer.read(for: 20) { $0.hasSuffix("id: 99\ndata: \(payload)\n\n") })
+        #expect(endpoint.dropped == 0)
+    }
+
     @Test func otherPathsAreAnsweredOnceAndBadRequestsRefused() throws {
         let endpoint = try Self.start()
         defer { endpoint.stop() }

@@ -154,4 +154,15 @@ import Testing
         #expect(all.contains("0.0.0.0:8080") && all.contains("lo 127.0.0.1") && all.contains("no authentication"))
         #expect(ListenWarning.message(host: "192.0.2.1", port: 1) == nil)
     }
+
+    /// The dashboard is warned about the same way: read-only, but anyone reaching it watches the run.
+    @Test func aDashboardBeyondLoopbackIsWarnedAbout() throws {
+        #expect(ListenWarning.dashboardMessage(host: "127.0.0.1", port: 8088) == nil)
+        #expect(ListenWarning.dashboardMessage(host: "::1", port: 8088) == nil)
+        let all = try #require(ListenWarning.dashboardMessage(host: "0.0.0.0", port: 8088))
+        #expect(all.hasPrefix("warning: the dashboard on 0.0.0.0:8088 reaches ") && all.contains("lo 127.0.0.1"))
+        #expect(all.hasSuffix("it is read-only, but anyone who can reach it can watch the run"))
+        let six = try #require(ListenWarning.dashboardMessage(host: "::", port: 8088))
+        #expect(six.hasPrefix("warning: the dashboard on [::]:8088 reaches "))
+    }
 }

@@ -121,6 +121,18 @@ import Testing
         #expect(RunDashboard.busy(from: b, to: b) == nil)
     }
 
+    /// Each second of a schedule is marked with its stage; a step (a stage of no length) is never one.
+    @Test func eachSecondOfAScheduleIsInItsStage() {
+        let stages = [RateSchedule.Stage(seconds: 2, from: 1000, to: 1000), RateSchedule.Stage(seconds: 0, from: 1000, to: 5000),
+                      RateSchedule.Stage(seconds: 3, from: 5000, to: 50000)]
+        #expect(RunDashboard.stage(of: 0, in: stages) == "stage 1: 1,000 rps")
+        #expect(RunDashboard.stage(of: 1, in: stages) == "stage 1: 1,000 rps")
+        #expect(RunDashboard.stage(of: 2, in: stages) == "stage 3: 5,000 → 50,000 rps")
+        #expect(RunDashboard.stage(of: 4, in: stages) == "stage 3: 5,000 → 50,000 rps")
+        #expect(RunDashboard.stage(of: 5, in: stages) == nil)
+        #expect(RunDashboard.stage(of: 0, in: []) == nil)
+    }
+
     /// The page is whole: no script, style or image from anywhere else, and it draws from /events.
     @Test func thePageNeedsNothingFromTheNetwork() {
         let page = DashboardPage.html
