@@ -64,6 +64,7 @@ try:
           out[key] = e.textContent;
         });
         out.charts = document.querySelectorAll('svg path[data-series]').length;
+        out.series = Array.from(new Set(Array.from(document.querySelectorAll('svg path[data-series]')).map(p => p.dataset.series)));
         out.axes = Array.from(document.querySelectorAll('svg g.axis[data-orient="y"]')).map(g => g.dataset.scale);
         return out;""")
     shot = os.path.join(folder, "dashboard.png")

@@ -78,6 +78,7 @@ import Testing
 
         let results = folder.appendingPathComponent("results")
         let run = try Child(bin, ["run", "--rps", "300", "--duration", "6s", "--warmup", "1s", "--connections", "1", "--threads", "1",
+                                  "--gateway-arg=--fail=BadDeviceToken=5%",
                                   "--label", "watched", "--quiet", "--dashboard", "127.0.0.1:0", "--dashboard-linger", "2m",
                                   "--out", results.path], in: folder, name: "run")
         defer { run.kill() }
@@ -115,6 +116,11 @@ import Testing
         #expect(shown != nil && shown == achieved, "achieved: \(text("final-achieved") ?? "none") vs \(achieved ?? -1)")
         #expect(PushbenchBinary.int(summary, "requests", "sent") > 0)
         #expect((texts["charts"] as? Int ?? 0) >= 8)
+        // The errors by reason, per second on the chart and in all at the end.
+        let byReason = (summary["requests"] as? [String: Any])?["by_reason"] as? [String: Int] ?? [:]
+        #expect((byReason["BadDeviceToken"] ?? 0) > 0)
+        #expect(Self.digits(text("reason:BadDeviceToken")) == byReason["BadDeviceToken"])
+        #expect((texts["series"] as? [String] ?? []).contains("BadDeviceToken"), "\(texts["series"] ?? "none")")
 
         let console = report["console"] as? [[String: Any]] ?? [[:]]
         #expect(console.filter { ($0["level"] as? String) == "SEVERE" }.isEmpty, "console: \(console)")

@@ -49,6 +49,8 @@ public final class IntervalOutbox: Sendable {
         var ended = false
     }
     private let state: Mutex<State>
+    /// The error answers of the thread's last seconds, by reason.
+    public let failures = SecondFailures()
 
     /// An empty outbox with one spare pair of latency histograms.
     public init() {
@@ -136,6 +138,9 @@ public final class Recorder {
     private let intervalService = HdrHistogram.latencyMicroseconds()
     private var second = 0
     private var secSent: Int64 = 0, secCompleted: Int64 = 0, secOK: Int64 = 0, secFailed: Int64 = 0, secErrors: Int64 = 0
+    // The second's error answers by reason index, and by status where there was no reason.
+    private var secByReason = [Int](repeating: 0, count: Reasons.count)
+    private var secByStatus = [Int](repeating: 0, count: 600)
     private var measureStartNs: UInt64 = .max
     private var nextSecondNs: UInt64 = .max
     // Live second (all responses).
@@ -186,6 +191,12 @@ public final class Recorder {
     }
 
     private func closeSecond() {
+        // Before the second itself: by the time the main thread has it, its failures are there.
+        outbox.failures.put(second: second, byReason: secByReason, byStatus: secByStatus, any: secFailed > 0)
+        if secFailed > 0 {
+            for i in secByReason.indices { secByReason[i] = 0 }
+            for i in secByStatus.indices { secByStatus[i] = 0 }
+        }
         outbox.put(second: second, sent: secSent, completed: secCompleted, succeeded: secOK, failed: secFailed,
                    transportErrors: secErrors, latency: intervalLatency, serviceTime: intervalService)
         intervalLatency.reset()
@@ -222,7 +233,12 @@ public final class Recorder {
             intervalLatency.recordNanoseconds(latencyNs)
             intervalService.recordNanoseconds(serviceNs)
             secCompleted += 1
-            if ok { secOK += 1 } else { secFailed += 1 }
+            if ok {
+                secOK += 1
+            } else {
+                secFailed += 1
+                if reason > 0 { secByReason[reason] += 1 } else { secByStatus[status >= 0 && status < 600 ? status : 0] += 1 }
+            }
         }
         liveInterval.recordNanoseconds(latencyNs)
         if !ok { liveErrors += 1; live.errors.store(liveErrors, ordering: .relaxed) }

@@ -30,6 +30,14 @@ final class TimelineCollector {
         self.sink = sink
     }
 
+    /// The error answers of merged second `second` over every thread, by reason; nil when a thread's ring
+    /// no longer holds it.
+    private func failures(ofSecond second: Int) -> [String: Int64]? {
+        var counts: [String: Int64] = [:]
+        for box in outboxes where !box.failures.add(second: second, into: &counts) { return nil }
+        return counts
+    }
+
     /// Intervals held here: those waiting for a thread, and those kept without a sink.
     var retained: Int { merger.retained + merged.count + kept.count }
 
@@ -56,7 +64,7 @@ final class TimelineCollector {
         for var i in merged[..<count] {
             if i.second < stealSeconds && i.second >= stealBase { i.stealMs = steal[i.second - stealBase] }
             if let target { i.target = target.sent(inSecond: i.second) }
-            if let sink { sink.append(i) } else { kept.append(i) }
+            if let sink { sink.append(i, errors: failures(ofSecond: i.second)) } else { kept.append(i) }
             // Samples of seconds passed on are not needed again (seconds go in order).
             let drop = Swift.min(i.second + 1 - stealBase, steal.count)
             if drop > 0 {

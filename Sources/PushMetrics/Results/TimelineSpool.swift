@@ -7,6 +7,14 @@ import Glibc
 public protocol TimelineSink: AnyObject {
     /// Takes the next merged second.
     func append(_ second: TimelineInterval)
+    /// Takes the next merged second with its error answers by reason (nil when unknown); a sink that has
+    /// no use for the reasons takes the second alone.
+    func append(_ second: TimelineInterval, errors: [String: Int64]?)
+}
+
+extension TimelineSink {
+    /// The second alone.
+    public func append(_ second: TimelineInterval, errors: [String: Int64]?) { append(second) }
 }
 
 /// Merges the seconds several sources (driver threads) close into one interval per second, and lets

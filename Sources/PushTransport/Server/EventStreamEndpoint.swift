@@ -179,8 +179,9 @@ public final class EventStreamEndpoint: Sendable {
             for (k, c) in clients.enumerated() where fds.count > k + 1 && fds[k + 1].revents != 0 {
                 switch c.phase {
                 case .reading:
-                    if !c.receive(into: true) { closing.insert(c.fd); continue }
-                    if c.headEnded || c.head.count > 8192 { answer(c, handler) }
+                    // A client may send its request and close its side at once: it is still answered.
+                    let open = c.receive(into: true)
+                    if c.headEnded || c.head.count > 8192 { answer(c, handler) } else if !open { closing.insert(c.fd) }
                 case .answering: break
                 case .viewing:
                     // A viewer sends nothing more; reading tells when it went away.

@@ -112,14 +112,6 @@ struct GatewayCommand: PushbenchCommand {
     }
 }
 
-/// `pushbench gateway`'s options: the gateway's, and the dashboard's.
-struct GatewayCommandOptions: Equatable, Sendable {
-    var gateway = GatewayConfiguration()
-    var dashboard: MetricsAddress?
-    var dashboardViewers = 8
-    var dashboardLingerSeconds = 0.0
-}
-
 extension GatewayCommand {
     /// The `--dashboard` of the gateway, listening before the gateway does (exit 2 when it cannot), or nil.
     func startDashboard() throws(RunExecution.Failure) -> RunDashboard? {

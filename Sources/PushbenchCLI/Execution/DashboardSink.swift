@@ -14,8 +14,10 @@ final class DashboardSink: TimelineSink {
         self.dashboard = dashboard
     }
 
-    func append(_ second: TimelineInterval) {
-        dashboard.publish(second: second)
-        if let inner { inner.append(second) } else { kept.append(second) }
+    func append(_ second: TimelineInterval) { append(second, errors: nil) }
+
+    func append(_ second: TimelineInterval, errors: [String: Int64]?) {
+        dashboard.publish(second: second, errors: errors)
+        if let inner { inner.append(second, errors: errors) } else { kept.append(second) }
     }
 }

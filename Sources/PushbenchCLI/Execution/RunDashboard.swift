@@ -122,12 +122,13 @@ final class RunDashboard {
     /// The timeline second after the last one published.
     private(set) var nextSecond = 0
 
-    /// One merged second, as the timeline closes it (main thread).
-    func publish(second closed: TimelineInterval) {
+    /// One merged second, as the timeline closes it, with its error answers by reason when known (main
+    /// thread).
+    func publish(second closed: TimelineInterval, errors: [String: Int64]? = nil) {
         var interval = closed
         interval.second += offset
         nextSecond = interval.second + 1
-        let live = LiveSecond(interval: interval, startUnix: startUnix ?? 0, inFlight: last.map { Int64($0.inFlight) },
+        let live = LiveSecond(interval: interval, startUnix: startUnix ?? 0, errors: errors, inFlight: last.map { Int64($0.inFlight) },
                               connections: last.map { Int64($0.connections) },
                               peerStreamLimit: last?.peerStreamLimit.map { Int64($0) }, busy: busy,
                               stage: stage ?? Self.stage(of: closed.second, in: shared.source.stages))

@@ -210,6 +210,12 @@ import Testing
         #expect(try ask("POST /events HTTP/1.1\r\ncontent-length: 0\r\n\r\n").hasPrefix("HTTP/1.1 405 "))
         #expect(try ask("DELETE /echo HTTP/1.1\r\n\r\n").hasPrefix("HTTP/1.1 405 "))
         #expect(try ask("hello\r\n\r\n").hasPrefix("HTTP/1.1 400 "))
+        // A client that closes its side once the request is sent is answered all the same.
+        let halfClosed = try Client(port: endpoint.port)
+        halfClosed.send("GET /echo?after=7 HTTP/1.1\r\n\r\n")
+        shutdown(halfClosed.fd, Int32(SHUT_WR))
+        halfClosed.read { _ in false }
+        #expect(halfClosed.text.hasSuffix("\r\n\r\nafter=7\n"))
         let head = try ask("HEAD /echo HTTP/1.1\r\n\r\n")
         #expect(head.hasPrefix("HTTP/1.1 200 OK") && !head.contains("after="))
         #expect(endpoint.viewers == 0)
