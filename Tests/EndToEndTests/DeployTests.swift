@@ -139,6 +139,76 @@ import Testing
         #expect(Self.value(deployment, "spec.template.spec.containers.0.args") as? [String] == ["gateway", "--listen", "0.0.0.0:8080", "--threads", "2"])
     }
 
+    /// `--dashboard`: each agent serves its live seconds on a named container port, a headless Service over
+    /// the agents' pods gives pod I the DNS name the Indexed Job's hostname and subdomain make, and the
+    /// dashboard Deployment follows exactly those names, behind a Service of its own. Without it, none of this.
+    @Test(arguments: [3, 16])
+    func theDashboardFollowsEveryAgentByItsPodsName(agents: Int) throws {
+        let out = PushbenchBinary.tempDir("pushbench-kubernetes")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let name = "live-\(agents)"
+        let r = try Self.run(Self.script, ["--agents", "\(agents)", "--rps", "100k", "--duration", "60s", "--image", "registry.test/pushbench:1",
+                                           "--target", "http://gw:8080", "--name", name, "--namespace", "bench", "--dashboard",
+                                           "--out", out.path, "--dry-run"])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("watch it live: kubectl -n bench port-forward svc/\(name)-dashboard 8088:8088"), "\(r.out)")
+        let files = ["20-agents-job.yaml", "30-merge-job.yaml", "40-dashboard.yaml"].map { out.appendingPathComponent($0).path }
+        let v = try Self.run("/usr/bin/env", ["kubernetes-validate", "--strict", "--no-warn"] + files)
+        #expect(v.status == 0, "kubernetes-validate (scripts/setup installs it): \(v.out)\(v.err)")
+        #expect(v.out.components(separatedBy: " passed for resource ").count - 1 == 5, "\(v.out)")
+
+        let docs = try Self.documents(files)
+        let job = try Self.resource(docs, kind: "Job", name: "\(name)-agents")
+        let headless = try Self.resource(docs, kind: "Service", name: "\(name)-agents")
+        #expect(Self.value(headless, "spec.clusterIP") as? String == "None")
+        #expect(Self.value(headless, "spec.publishNotReadyAddresses") as? Bool == true, "an agent has no readiness probe")
+        let podLabels = try #require(Self.value(job, "spec.template.metadata.labels") as? [String: String])
+        let selector = try #require(Self.value(headless, "spec.selector") as? [String: String])
+        #expect(!selector.isEmpty && selector.allSatisfy { podLabels[$0.key] == $0.value }, "the Service selects the agents' pods")
+        // Pod I of an Indexed Job is named JOB-I; under the Service its subdomain names, that is its DNS name.
+        #expect(Self.value(job, "spec.template.spec.subdomain") as? String == "\(name)-agents")
+        #expect(Self.value(job, "spec.template.spec.containers.0.ports.0.name") as? String == "dashboard")
+        #expect(Self.value(job, "spec.template.spec.containers.0.ports.0.containerPort") as? Int == 8088)
+        #expect(Self.value(headless, "spec.ports.0.targetPort") as? String == "dashboard")
+
+        let stub = try Self.pathWithPushbench(stub: true)
+        defer { try? FileManager.default.removeItem(at: stub) }
+        let a = try Self.run("/bin/sh", ["-c", try Self.shellScript(job)], env: ["JOB_COMPLETION_INDEX": "1", "PATH": Self.path(first: stub)])
+        let args = a.out.split(separator: "\n").map(String.init)
+        func after(_ option: String) -> String? { args.firstIndex(of: option).flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil } }
+        #expect(after("--dashboard") == "0.0.0.0:8088", "\(args)")
+        #expect(after("--dashboard-linger") != nil, "an agent stays long enough for the dashboard to see it done")
+
+        let dashboard = try Self.resource(docs, kind: "Deployment", name: "\(name)-dashboard")
+        let dashArgs = try #require(Self.value(dashboard, "spec.template.spec.containers.0.args") as? [String])
+        #expect(dashArgs.first == "dashboard")
+        let urls = (0..<agents).map { "http://\(name)-agents-\($0).\(name)-agents:8088" }
+        #expect(Array(dashArgs.dropFirst().prefix(agents)) == urls, "every agent, by its pod's name")
+        #expect(Array(dashArgs.dropFirst(agents + 1).prefix(2)) == ["--listen", "0.0.0.0:8088"])
+        #expect(Self.value(dashboard, "spec.template.spec.containers.0.ports.0.containerPort") as? Int == 8088)
+        let service = try Self.resource(docs, kind: "Service", name: "\(name)-dashboard")
+        let dashLabels = try #require(Self.value(dashboard, "spec.template.metadata.labels") as? [String: String])
+        let dashSelector = try #require(Self.value(service, "spec.selector") as? [String: String])
+        #expect(dashSelector.allSatisfy { dashLabels[$0.key] == $0.value } && dashLabels["app.kubernetes.io/component"] == "dashboard")
+        #expect(!selector.allSatisfy { dashLabels[$0.key] == $0.value }, "the agents' Service does not select the dashboard")
+        // The dashboard command takes what the Deployment gives it: only the --wait added here is refused.
+        let check = try PushbenchBinary.run(dashArgs + ["--wait", "0s"])
+        #expect(check.status == 2)
+        #expect(check.err == "pushbench dashboard: --wait: '0s' is out of range (above 0s, at most 10m) (see 'pushbench dashboard --help')\n",
+                "\(check.err)")
+
+        // Without --dashboard the agents serve nothing and there is no dashboard.
+        let plain = PushbenchBinary.tempDir("pushbench-kubernetes")
+        defer { try? FileManager.default.removeItem(at: plain) }
+        let p = try Self.run(Self.script, ["--agents", "2", "--rps", "1000", "--image", "x:1", "--target", "http://gw:8080", "--name", "quiet",
+                                           "--out", plain.path, "--dry-run"])
+        #expect(p.status == 0, "\(p.err)")
+        #expect(!FileManager.default.fileExists(atPath: plain.appendingPathComponent("40-dashboard.yaml").path))
+        let plainJob = try Self.resource(try Self.documents([plain.appendingPathComponent("20-agents-job.yaml").path]), kind: "Job", name: "quiet-agents")
+        #expect(try !Self.shellScript(plainJob).contains("--dashboard"))
+        #expect(Self.value(plainJob, "spec.template.spec.containers.0.ports") == nil)
+    }
+
     /// `--capacity`: the same Indexed Job runs one `pushbench capacity` search across the agents, meeting
     /// under the run's folder on the claim; no merge Job (the search merges every step itself).
     @Test func aCapacitySearchRunsInTheSameIndexedJob() throws {

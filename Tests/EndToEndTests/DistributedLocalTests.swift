@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// scripts/distributed-local end to end: two agents, one start time, their segments merged into one run
-/// whose counts are the agents' sum and the gateway's; the merged folder is a run like any other.
+/// whose counts are the agents' sum and the gateway's; the merged folder is a run like any other; with
+/// --dashboard, `pushbench dashboard` follows them to their end.
 @Suite(.serialized) struct DistributedLocalTests {
     private static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
@@ -11,8 +12,10 @@ import Testing
         let bin = try #require(PushbenchBinary.url, "build pushbench first (swift build --build-tests)")
         let out = PushbenchBinary.tempDir()
         defer { try? FileManager.default.removeItem(at: out) }
+        let dashboard = PipelineServiceTests.freePort()
         let r = try PushbenchBinary.run([Self.repository.appendingPathComponent("scripts/distributed-local").path,
-                                         "--single", "2", "3000", "2s", "--", "--warmup", "500ms", "--connections", "2"],
+                                         "--single", "--dashboard", "\(dashboard)", "2", "3000", "2s", "--", "--warmup", "500ms",
+                                         "--connections", "2"],
                                         executable: URL(fileURLWithPath: "/bin/bash")) { env in
             env["PUSHBENCH_BIN"] = bin.path
             env["PUSHBENCH_OUT"] = out.path
@@ -20,6 +23,9 @@ import Testing
         #expect(r.status == 0, "\(r.out)\n\(r.err)")
         #expect(r.out.contains("invariant holds: merged counts = the sum of the agents', = what the gateway received"), "\(r.out)")
         #expect(r.out.contains("one t0 for all: yes"))
+        // --dashboard: the dashboard followed both agents to their end.
+        #expect(r.err.contains("watch it live at http://127.0.0.1:\(dashboard)/"), "\(r.err)")
+        #expect(r.out.contains("merged seconds, 2 of 2 agents done"), "\(r.out)")
         let run = try #require(try FileManager.default.contentsOfDirectory(atPath: out.path).first { $0.hasSuffix("-distributed") })
         let folder = out.appendingPathComponent(run)
         let merged = try #require(try JSONSerialization.jsonObject(

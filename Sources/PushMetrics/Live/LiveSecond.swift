@@ -15,7 +15,8 @@ import PushVocabulary
 /// `latency` and `service_time` are base64 compressed HdrHistogram V2 (µs), as in latency.hlog, so a
 /// reader merges the seconds of several agents bucket by bucket (``TimelineInterval/merged(_:)``) and
 /// reads exact percentiles of the whole. Members after `service_time` are optional: absent when the
-/// source does not know them.
+/// source does not know them. A second merged from several agents adds `"agents":3` and
+/// `"missing_agents":["10.0.0.7:8088"]` (``LiveMerge``).
 public struct LiveSecond: Sendable, Equatable {
     /// The second's counts and histograms; `interval.second` counts from the start of the measured
     /// phase, as timeline.csv does.
@@ -36,6 +37,12 @@ public struct LiveSecond: Sendable, Equatable {
     public var busy: Double?
     /// What the schedule was doing: a stage of `--schedule`, or a capacity step, e.g. `50000 rps`.
     public var stage: String?
+    /// In a second merged from several agents (``LiveMerge``): how many agents' seconds it holds; nil in
+    /// one agent's own second.
+    public var agents: Int64?
+    /// In a merged second: the agents expected for it whose second did not come in time (as
+    /// `pushbench dashboard` names them, host:port), so a gap is shown, never hidden; nil in one agent's own.
+    public var missingAgents: [String]?
 
     /// A second with only its interval and start known.
     public init(interval: TimelineInterval, startUnix: Double, errors: [String: Int64]? = nil, inFlight: Int64? = nil,
@@ -48,6 +55,16 @@ public struct LiveSecond: Sendable, Equatable {
         self.peerStreamLimit = peerStreamLimit
         self.busy = busy
         self.stage = stage
+    }
+
+    /// A merged second: `agents` seconds went into it, and `missingAgents` were expected but did not come.
+    public init(interval: TimelineInterval, startUnix: Double, errors: [String: Int64]?, inFlight: Int64?,
+                connections: Int64?, peerStreamLimit: Int64?, busy: Double?, stage: String?, agents: Int64,
+                missingAgents: [String]) {
+        self.init(interval: interval, startUnix: startUnix, errors: errors, inFlight: inFlight, connections: connections,
+                  peerStreamLimit: peerStreamLimit, busy: busy, stage: stage)
+        self.agents = agents
+        self.missingAgents = missingAgents
     }
 
     /// The second as one line of compact JSON, without the trailing newline.
@@ -72,6 +89,11 @@ public struct LiveSecond: Sendable, Equatable {
                 if let peerStreamLimit { o.member("peer_stream_limit", peerStreamLimit) }
                 if let busy { o.member("busy", busy) }
                 if let stage { o.member("stage", stage) }
+                if let agents { o.member("agents", agents) }
+                if let missingAgents {
+                    o.key("missing_agents")
+                    o.array { a in for name in missingAgents { a.value(name) } }
+                }
             }
         }
     }
@@ -129,8 +151,18 @@ public struct LiveSecond: Sendable, Equatable {
             guard let text = s.string else { throw ParseError(description: "'stage' is not a string") }
             stage = text
         }
-        return LiveSecond(interval: interval, startUnix: start, errors: errors, inFlight: try optionalInteger("in_flight"),
-                          connections: try optionalInteger("connections"),
-                          peerStreamLimit: try optionalInteger("peer_stream_limit"), busy: busy, stage: stage)
+        var missing: [String]?
+        if let m = v["missing_agents"], m != .null {
+            guard let names = m.array?.compactMap(\.string), names.count == m.array?.count else {
+                throw ParseError(description: "'missing_agents' is not a list of names")
+            }
+            missing = names
+        }
+        var second = LiveSecond(interval: interval, startUnix: start, errors: errors, inFlight: try optionalInteger("in_flight"),
+                                connections: try optionalInteger("connections"),
+                                peerStreamLimit: try optionalInteger("peer_stream_limit"), busy: busy, stage: stage)
+        second.agents = try optionalInteger("agents")
+        second.missingAgents = missing
+        return second
     }
 }

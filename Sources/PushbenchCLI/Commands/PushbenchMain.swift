@@ -10,7 +10,7 @@ public enum PushbenchMain {
     static var commands: [any PushbenchCommand.Type] { [
         RunCommand.self, PipelineCommand.self, GatewayCommand.self, CompareCommand.self, MergeCommand.self, ReportCommand.self,
         CapacityCommand.self,
-        CredentialsCommand.self,
+        CredentialsCommand.self, DashboardCommand.self,
     ] }
 
     /// Runs pushbench with `arguments` (argv, program name first) and returns the process exit status:

@@ -145,6 +145,12 @@ final class RunDashboard {
         shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
     }
 
+    /// A `live` event whose figures were put together elsewhere (`pushbench dashboard`'s, from its agents):
+    /// `json`, one object with the members ``publish(live:elapsed:)`` writes that the source knows.
+    func publish(liveJSON json: String) {
+        endpoint.publish(.init(name: "live", data: json), keeping: .latest)
+    }
+
     /// The progress line's snapshot, `elapsed` seconds into the run (main thread, about once a second).
     func publish(live s: LiveSnapshot, elapsed: Double) {
         if let p = last {

@@ -48,6 +48,12 @@ extension DashboardScript {
       t += `<tr><th>completed</th>${cell("last-completed", fmt(s.completed))}<th>p99.9</th>${cell("last-p999", us(s.p999_us))}</tr>`;
       t += `<tr><th>ok</th>${cell("last-ok", fmt(s.succeeded))}<th>max</th>${cell("last-max", us(s.max_us))}</tr>`;
       t += `<tr><th>errors</th>${cell("last-failed", fmt(s.failed))}<th>transport errors</th>${cell("last-transport", fmt(s.transport_errors))}</tr>`;
+      if (s.agents !== undefined) {
+        // A second merged from several agents (pushbench dashboard): who is in it, who did not answer.
+        const missing = s.missing_agents || [];
+        t += `<tr><th>agents</th>${cell("last-agents", `${s.agents} of ${s.agents + missing.length}`)}`;
+        t += `<th>missing</th>${cell("last-missing", missing.length ? missing.join(", ") : "none")}</tr>`;
+      }
       t += `</table>`;
       document.getElementById("last").innerHTML = t;
     }

@@ -1,0 +1,178 @@
+import Foundation
+import PushMetrics
+import PushTransport
+import PushVocabulary
+import Synchronization
+
+/// Follows the agents of a distributed run for `pushbench dashboard`: a thread that, every
+/// ``pollInterval``, asks each agent's dashboard endpoint for its state (`GET /state`) and then for the
+/// seconds it closed since the last one received (`GET /seconds?after=N`), all agents at once with one
+/// short timeout, and feeds them to a ``LiveMerge``. The merged seconds go to `onSeconds` as they are
+/// ready. An agent that does not answer is marked so (and shown missing in the seconds it should have
+/// sent); when it answers again it is asked for the seconds after the last one received, so it picks up
+/// where it left off.
+final class AgentFollower: @unchecked Sendable {
+    // @unchecked: `merge` and `agents` belong to the follower's thread (or the caller of `poll`, never
+    // both); what other threads read goes through `status`, a Mutex.
+
+    /// What the follower knows of one agent.
+    struct Agent: Equatable, Sendable {
+        /// The agent's URL.
+        let address: AgentAddress
+        /// The numeric address its name resolved to, kept until a request fails.
+        var resolved: String?
+        /// The last of its own seconds received (-1: none yet): the next ask is `after=` this.
+        var after = -1
+        /// Whether its last poll was answered; nil before the first.
+        var answering: Bool?
+        /// Why the last poll failed.
+        var lastError: String?
+        /// Whether it said it is done (`"done":true` in /state) and its last seconds were fetched after.
+        var done = false
+        /// `label` and `kind` from its /state.
+        var label: String?, kind: String?
+        /// Its seconds received, and lines that were not seconds.
+        var seconds = 0, badLines = 0
+    }
+
+    /// How often the agents are asked, seconds.
+    let pollInterval: Double
+    /// How long one round of asks may take, ms.
+    let timeoutMilliseconds: UInt64
+    private var merge: LiveMerge
+    private var agents: [Agent]
+    private let get: ParallelGet
+    private let onSeconds: @Sendable ([LiveSecond]) -> Void
+    private let onNote: @Sendable (String) -> Void
+    private let shared: Mutex<(agents: [Agent], complete: Bool, late: [Int])>
+    private let stopping = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
+    private var thread: Thread?
+
+    /// A follower of `addresses`, merging with `wait` for a late agent; `onSeconds` gets the merged
+    /// seconds in order and `onNote` a line when an agent stops answering or answers again (both on the
+    /// follower's thread).
+    init(_ addresses: [AgentAddress], wait: Double, pollInterval: Double = 0.5, timeoutMilliseconds: UInt64 = 1_000,
+         onSeconds: @escaping @Sendable ([LiveSecond]) -> Void, onNote: @escaping @Sendable (String) -> Void) throws(TransportError) {
+        self.pollInterval = pollInterval
+        self.timeoutMilliseconds = timeoutMilliseconds
+        merge = LiveMerge(agents: addresses.map(\.name), wait: wait)
+        agents = addresses.map { Agent(address: $0) }
+        get = try ParallelGet()
+        self.onSeconds = onSeconds
+        self.onNote = onNote
+        shared = Mutex((agents, false, Array(repeating: 0, count: addresses.count)))
+    }
+
+    /// Every agent as last seen.
+    var status: [Agent] { shared.withLock { $0.agents } }
+
+    /// Per agent, its seconds that came too late to merge.
+    var lateSeconds: [Int] { shared.withLock { $0.late } }
+
+    /// True once every agent said it is done and every merged second has gone to `onSeconds`.
+    var isComplete: Bool { shared.withLock { $0.complete } }
+
+    /// Starts polling on a thread of its own.
+    func start() {
+        let t = Thread { [self] in
+            nameCurrentThread("pb-dash-follow")
+            while !stopping.load(ordering: .relaxed) {
+                let began = Date().timeIntervalSince1970
+                if poll(now: began) { break }
+                let rest = pollInterval - (Date().timeIntervalSince1970 - began)
+                if rest > 0 { usleep(UInt32(rest * 1_000_000)) }
+            }
+            finished.store(true, ordering: .releasing)
+        }
+        thread = t
+        t.start()
+    }
+
+    /// Stops polling and waits for the thread (at most one round and one interval).
+    func stop() {
+        stopping.store(true, ordering: .relaxed)
+        guard thread != nil else { return }
+        while !finished.load(ordering: .acquiring) { usleep(5_000) }
+    }
+
+    /// One round: every agent's state, then its new seconds; the merged seconds ready at `now` (Unix
+    /// seconds) go to `onSeconds`. Returns true when the merge is complete.
+    @discardableResult
+    func poll(now: Double) -> Bool {
+        let states = ask(agents.indices.filter { !merge.isFinished(agent: $0) }) { _ in "/state" }
+        for (i, outcome) in states.enumerated() {
+            guard case .answer(200, let body)? = outcome, let state = try? JSONValue.parse(body) else { continue }
+            agents[i].label = state["label"]?.string ?? agents[i].label
+            let kind = state["kind"]?.string
+            if let kind, kind != agents[i].kind, kind == "gateway" {
+                onNote("agent \(agents[i].address.name) is a gateway's dashboard: it has no measured seconds to merge")
+            }
+            agents[i].kind = kind ?? agents[i].kind
+            if state["done"] == .bool(true) { agents[i].done = true }
+        }
+        // An agent that did not answer for its state is not asked again this round: one timeout per
+        // round at most, whatever the agents do.
+        let seconds = ask(agents.indices.filter { states[$0].map { Self.failure($0) == nil } ?? false }) { "/seconds?after=\($0.after)" }
+        for i in agents.indices {
+            let failure = Self.failure(states[i]) ?? Self.failure(seconds[i])
+            if let failure {
+                agents[i].resolved = nil
+                agents[i].done = false
+                if agents[i].answering != false { onNote("agent \(agents[i].address.name) does not answer: \(failure)") }
+                agents[i].answering = false
+                agents[i].lastError = failure
+                continue
+            }
+            if agents[i].answering == false { onNote("agent \(agents[i].address.name) answers again") }
+            agents[i].answering = true
+            agents[i].lastError = nil
+            guard case .answer(_, let body)? = seconds[i] else { continue }
+            for line in body.split(separator: UInt8(ascii: "\n")) where !line.isEmpty {
+                guard let s = try? LiveSecond.parse(line: String(decoding: line, as: UTF8.self)) else {
+                    agents[i].badLines += 1
+                    continue
+                }
+                merge.add(s, from: i)
+                agents[i].seconds += 1
+                agents[i].after = max(agents[i].after, s.interval.second)
+            }
+            // Its state was read before these seconds: when it said done, they were its last.
+            if agents[i].done, !merge.isFinished(agent: i) { merge.finish(agent: i) }
+        }
+        let out = merge.take(now: now)
+        if !out.isEmpty { onSeconds(out) }
+        let complete = merge.isComplete
+        shared.withLock { $0 = (agents, complete, merge.lateSeconds) }
+        return complete
+    }
+
+    /// Asks the agents `which` for `path(agent)` at once; nil for an agent not asked.
+    private func ask(_ which: [Int], _ path: (Agent) -> String) -> [ParallelGet.Outcome?] {
+        var targets: [ParallelGet.Target] = [], owners: [Int] = []
+        var out = [ParallelGet.Outcome?](repeating: nil, count: agents.count)
+        for i in which {
+            let a = agents[i]
+            do throws(HostResolver.Failure) {
+                let host: String
+                if let known = a.resolved { host = known } else { host = try HostResolver.numeric(a.address.host) }
+                agents[i].resolved = host
+                targets.append(ParallelGet.Target(host: host, port: a.address.port, authority: a.address.name, path: path(a)))
+                owners.append(i)
+            } catch {
+                out[i] = .failed(error.description)
+            }
+        }
+        for (k, outcome) in get.run(targets, timeoutMilliseconds: timeoutMilliseconds).enumerated() { out[owners[k]] = outcome }
+        return out
+    }
+
+    /// Why an ask failed, or nil when it was answered 200 (or not made).
+    private static func failure(_ outcome: ParallelGet.Outcome?) -> String? {
+        switch outcome {
+        case nil, .answer(200, _)?: return nil
+        case .answer(let status, _)?: return "HTTP \(status)"
+        case .failed(let reason)?: return reason
+        }
+    }
+}
