@@ -28,13 +28,13 @@ public struct LiveMerge: Sendable {
     /// Seconds a merged second waits past its end for an agent that has not sent it.
     public let wait: Double
     /// Most merged seconds kept waiting at once.
-    public let maxPending: Int
+    let maxPending: Int
     /// The measured phase's start the merged seconds count from (the first agent's seen), Unix seconds.
     public private(set) var startUnix: Double?
     /// Per agent: its seconds that came after their merged second had gone out.
     public private(set) var lateSeconds: [Int]
     /// Per agent: its seconds merged so far.
-    public private(set) var mergedSeconds: [Int]
+    private(set) var mergedSeconds: [Int]
 
     /// The next merged second to give out (set by the first ``take(now:)`` that has anything).
     private var next: Int?
@@ -59,7 +59,7 @@ public struct LiveMerge: Sendable {
     }
 
     /// The merged second `second` of `agent` falls on.
-    public func mergedIndex(of second: LiveSecond) -> Int {
+    func mergedIndex(of second: LiveSecond) -> Int {
         guard let start = startUnix else { return second.interval.second }
         return second.interval.second + Int((second.startUnix - start).rounded())
     }
