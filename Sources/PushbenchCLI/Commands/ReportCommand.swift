@@ -102,17 +102,21 @@ enum SlowestRequests {
         let seq = try column("seq"), latency = try column("latency_us"), late = try column("late_us"), service = try column("service_us")
         let sent = try column("sent_us"), thread = try column("thread"), connection = try column("connection")
         let stream = try column("stream"), status = try column("status"), reason = try column("reason")
-        // `push_id` was called `apns_id` before it held FCM message ids too; a log of either form reads.
+        // The push id column is named `push_id`, or `apns_id` in logs of APNs runs only; either reads.
         let pushID = try names.contains("apns_id") ? column("apns_id") : column("push_id")
         // A pipeline run's log has its pushes too (kind "arrival"); only requests are ranked.
         let kind = names.firstIndex(of: "kind")
         var top: [Row] = []   // slowest first, at most n
         for (k, line) in lines.enumerated() {
             let f = line.split(separator: ",", omittingEmptySubsequences: false)
-            guard f.count == names.count, let l = Int64(f[latency]) else {
+            guard f.count == names.count else {
                 throw Failure(description: "line \(k + 2): not \(names.count) comma-separated fields")
             }
+            // A push that names no request of the run has no latency: push lines are skipped before it is read.
             if let kind, f[kind] != "request" { continue }
+            guard let l = Int64(f[latency]) else {
+                throw Failure(description: "line \(k + 2): latency_us '\(f[latency])' is not a whole number")
+            }
             if top.count == n, let last = top.last, l <= last.latencyUs { continue }
             let row = Row(sequence: Int64(f[seq]) ?? -1, latencyUs: l, lateUs: Int64(f[late]) ?? 0, serviceUs: Int64(f[service]) ?? 0,
                           sentUs: Int64(f[sent]) ?? 0, thread: String(f[thread]), connection: String(f[connection]),
