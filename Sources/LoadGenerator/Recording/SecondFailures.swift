@@ -37,13 +37,22 @@ public final class SecondFailures: Sendable {
     /// Adds second `second`'s error answers to `counts` (by reason name, or by status as text); false when
     /// the ring no longer holds the second.
     public func add(second: Int, into counts: inout [String: Int64]) -> Bool {
-        slots.withLock { s in
-            let slot = s[second % Self.depth]
-            guard slot.second == second else { return false }
-            guard slot.any else { return true }
-            for (i, n) in slot.byReason.enumerated() where n > 0 { counts[Reasons.names[i], default: 0] += Int64(n) }
-            for (i, n) in slot.byStatus.enumerated() where n > 0 { counts[String(i), default: 0] += Int64(n) }
+        // The counts are copied element by element under the lock (the slot's arrays are never shared, so
+        // the driver thread's next `put` copies nothing) and named outside it: `put` never waits on the
+        // main thread making strings.
+        var reasons = [Int](repeating: 0, count: Reasons.count), statuses = [Int](repeating: 0, count: 600)
+        let found: Bool? = slots.withLock { s in
+            let k = second % Self.depth
+            guard s[k].second == second else { return nil }
+            guard s[k].any else { return false }
+            for i in 0..<min(reasons.count, s[k].byReason.count) { reasons[i] = s[k].byReason[i] }
+            for i in 0..<min(statuses.count, s[k].byStatus.count) { statuses[i] = s[k].byStatus[i] }
             return true
         }
+        guard let found else { return false }
+        guard found else { return true }
+        for (i, n) in reasons.enumerated() where n > 0 { counts[Reasons.names[i], default: 0] += Int64(n) }
+        for (i, n) in statuses.enumerated() where n > 0 { counts[String(i), default: 0] += Int64(n) }
+        return true
     }
 }

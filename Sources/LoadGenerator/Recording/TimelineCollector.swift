@@ -22,9 +22,14 @@ final class TimelineCollector {
     private var stealBase = 0
     private var stealSeconds = 0
     private var sampling = false
+    // Per thread: the last second it closed, and whether it will close no more.
+    private var lastClosed: [Int]
+    private var ended: [Bool]
 
     init(outboxes: [IntervalOutbox], target: ScheduleTarget?, sink: TimelineSink?) {
         self.outboxes = outboxes
+        lastClosed = Array(repeating: -1, count: outboxes.count)
+        ended = Array(repeating: false, count: outboxes.count)
         merger = TimelineMerger(sources: outboxes.count)
         self.target = target
         self.sink = sink
@@ -34,7 +39,12 @@ final class TimelineCollector {
     /// no longer holds it.
     private func failures(ofSecond second: Int) -> [String: Int64]? {
         var counts: [String: Int64] = [:]
-        for box in outboxes where !box.failures.add(second: second, into: &counts) { return nil }
+        for (k, box) in outboxes.enumerated() where !box.failures.add(second: second, into: &counts) {
+            // A thread that ended before this second (nothing happened on it in the last, partial second)
+            // had no error answers in it.
+            if ended[k] && second > lastClosed[k] { continue }
+            return nil
+        }
         return counts
     }
 
@@ -56,7 +66,11 @@ final class TimelineCollector {
         for (k, box) in outboxes.enumerated() {
             let (intervals, ended) = box.take()
             for i in intervals { merger.add(i, from: k) }
-            if ended { merger.end(source: k) }
+            if let last = intervals.last { lastClosed[k] = last.second }
+            if ended {
+                merger.end(source: k)
+                self.ended[k] = true
+            }
         }
         merged += merger.takeReady(all: final)
         // A second whose steal sample is due waits for it (a poll or two).
@@ -64,7 +78,7 @@ final class TimelineCollector {
         for var i in merged[..<count] {
             if i.second < stealSeconds && i.second >= stealBase { i.stealMs = steal[i.second - stealBase] }
             if let target { i.target = target.sent(inSecond: i.second) }
-            if let sink { sink.append(i, errors: failures(ofSecond: i.second)) } else { kept.append(i) }
+            if let sink { sink.append(i, errors: sink.wantsErrors ? failures(ofSecond: i.second) : nil) } else { kept.append(i) }
             // Samples of seconds passed on are not needed again (seconds go in order).
             let drop = Swift.min(i.second + 1 - stealBase, steal.count)
             if drop > 0 {

@@ -10,11 +10,15 @@ public protocol TimelineSink: AnyObject {
     /// Takes the next merged second with its error answers by reason (nil when unknown); a sink that has
     /// no use for the reasons takes the second alone.
     func append(_ second: TimelineInterval, errors: [String: Int64]?)
+    /// Whether the sink uses the error answers by reason: when not, nobody gathers them.
+    var wantsErrors: Bool { get }
 }
 
 extension TimelineSink {
     /// The second alone.
     public func append(_ second: TimelineInterval, errors: [String: Int64]?) { append(second) }
+    /// No use for the reasons.
+    public var wantsErrors: Bool { false }
 }
 
 /// Merges the seconds several sources (driver threads) close into one interval per second, and lets

@@ -14,6 +14,9 @@ final class DashboardSink: TimelineSink {
         self.dashboard = dashboard
     }
 
+    /// The dashboard shows each second's errors by reason.
+    var wantsErrors: Bool { true }
+
     func append(_ second: TimelineInterval) { append(second, errors: nil) }
 
     func append(_ second: TimelineInterval, errors: [String: Int64]?) {

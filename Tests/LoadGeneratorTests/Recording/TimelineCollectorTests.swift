@@ -16,7 +16,43 @@ private final class CountingSink: TimelineSink {
     }
 }
 
+/// A sink that wants each second's error answers by reason, as the dashboard's does.
+private final class ErrorsSink: TimelineSink {
+    var errors: [Int: [String: Int64]?] = [:]
+    var wantsErrors: Bool { true }
+    func append(_ second: TimelineInterval) { append(second, errors: nil) }
+    func append(_ second: TimelineInterval, errors: [String: Int64]?) { self.errors[second.second] = errors }
+}
+
 @Suite struct TimelineCollectorTests {
+    /// One thread closes seconds 0-2, with two error answers in the last; the other closes 0-1 and
+    /// ends (nothing happened on it in the last, partial second): the last second keeps its reasons.
+    @Test func aThreadThatEndedEarlyAddsNoErrorsToTheLastSecond() {
+        let a = IntervalOutbox(), b = IntervalOutbox()
+        let h = HdrHistogram.latencyMicroseconds()
+        h.record(100)
+        let none = [Int](repeating: 0, count: Reasons.count), noStatus = [Int](repeating: 0, count: 600)
+        var two = none
+        two[1] = 2
+        for s in 0...2 {
+            a.failures.put(second: s, byReason: s == 2 ? two : none, byStatus: noStatus, any: s == 2)
+            a.put(second: s, sent: 1, completed: 1, succeeded: s == 2 ? 0 : 1, failed: s == 2 ? 2 : 0, transportErrors: 0,
+                  latency: h, serviceTime: h)
+        }
+        for s in 0...1 {
+            b.failures.put(second: s, byReason: none, byStatus: noStatus, any: false)
+            b.put(second: s, sent: 1, completed: 1, succeeded: 1, failed: 0, transportErrors: 0, latency: h, serviceTime: h)
+        }
+        a.end()
+        b.end()
+        let sink = ErrorsSink()
+        let collector = TimelineCollector(outboxes: [a, b], target: nil, sink: sink)
+        collector.collect(final: true)
+        #expect(sink.errors.keys.sorted() == [0, 1, 2])
+        #expect(sink.errors[2] == .some([Reasons.names[1]: 2]), "\(sink.errors)")
+        #expect(sink.errors[0] == .some([:]))
+    }
+
     /// Two driver threads (DriverCore, no sockets) over `seconds` seconds at 20 rps each, every request
     /// answered 2 ms later; the main thread collects every 100 ms and samples steal at each boundary.
     /// Returns what went on, and the most intervals held at once by the recorders' outboxes and the collector.
