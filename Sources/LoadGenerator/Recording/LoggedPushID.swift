@@ -6,15 +6,15 @@ struct LoggedPushID: Sendable, Equatable {
     private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
     private var length: UInt8 = 0
     /// The most bytes kept; a longer id is cut there (FCM's are about 35).
-    public static let capacity = 56
+    static let capacity = 56
 
     /// No id.
-    public init() {}
+    init() {}
 
     /// The message id in `body`, an FCM send's success answer (`{"name": "projects/P/messages/ID"}`);
     /// empty when the body names none. Bytes a CSV field or a terminal would trip on (`,`, `"`, control
     /// and non-ASCII bytes) become `?`. Allocates nothing.
-    public init(fcmAnswer body: UnsafeRawBufferPointer) {
+    init(fcmAnswer body: UnsafeRawBufferPointer) {
         guard let (start, end) = Self.messageID(in: body) else { return }
         let n = min(end - start, Self.capacity)
         withUnsafeMutableBytes(of: &storage) { out in
@@ -27,24 +27,25 @@ struct LoggedPushID: Sendable, Equatable {
     }
 
     /// `text`, cut and cleaned as an answer's id is.
-    public init(_ text: String) {
+    init(_ text: String) {
         let body = "{\"name\":\"projects/p/messages/" + text + "\"}"
         var copy = body
         self = copy.withUTF8 { LoggedPushID(fcmAnswer: UnsafeRawBufferPointer($0)) }
     }
 
     /// Whether there is no id.
-    public var isEmpty: Bool { length == 0 }
+    var isEmpty: Bool { length == 0 }
 
     /// Calls `body` with the id's bytes.
-    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeBytes(of: storage) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<Int(length)])) }
     }
 
     /// The id as text.
-    public var text: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+    var text: String { withBytes { String(decoding: $0, as: UTF8.self) } }
 
-    public static func == (l: Self, r: Self) -> Bool {
+    /// Whether the two ids have the same bytes.
+    static func == (l: Self, r: Self) -> Bool {
         l.withBytes { a in r.withBytes { b in a.elementsEqual(b) } }
     }
 

@@ -10,7 +10,7 @@ import PushVocabulary
 ///     {"second":3,"start_unix":1796400000.25,"sent":50000,"completed":50000,"succeeded":49990,
 ///      "failed":10,"transport_errors":0,"steal_ms":0,"target":50000,
 ///      "latency":"HISTFAAAA…","service_time":"HISTFAAAA…","errors":{"BadDeviceToken":10},
-///      "in_flight":12,"connections":8,"peer_stream_limit":1000,"busy":0.41,"stage":"50000 rps"}
+///      "in_flight":12,"connections":8,"peer_stream_limit":1000,"busy":0.41,"stage":"stage 2: 50,000 rps"}
 ///
 /// `latency` and `service_time` are base64 compressed HdrHistogram V2 (µs), as in latency.hlog, so a
 /// reader merges the seconds of several agents bucket by bucket (``TimelineInterval/merged(_:)``) and
@@ -35,7 +35,7 @@ public struct LiveSecond: Sendable, Equatable {
     public var peerStreamLimit: Int64?
     /// Share of the second the sending threads were busy (0 to 1, averaged over threads).
     public var busy: Double?
-    /// What the schedule was doing: a stage of `--schedule`, or a capacity step, e.g. `50000 rps`.
+    /// What the schedule was doing: a stage of `--schedule`, or a capacity step, e.g. `stage 2: 50,000 rps` or `step 3: 50,000 rps`.
     public var stage: String?
     /// In a second merged from several agents (``LiveMerge``): how many agents' seconds it holds; nil in
     /// one agent's own second.

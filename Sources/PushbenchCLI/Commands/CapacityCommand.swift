@@ -80,7 +80,7 @@ struct CapacityCommand: PushbenchCommand {
                 }
             },
             .value("--junit", "FILE", \.junitFile,
-                   help: "write JUnit XML for CI: a test case per objective, passed when some rate held them all (the answer's figures in the message; with --repeat, the median answer's); with GITHUB_STEP_SUMMARY set, the answer and the steps are appended to it") {
+                   help: "write JUnit XML for CI: a test case per objective, passed when some rate held them all (the answer's figures in the message; with --repeat, the median answer's); with GITHUB_STEP_SUMMARY set, the answer and the steps are appended to it (with --repeat, each search's answer and the spread)") {
                 text, name throws(UsageError) in try RunCommand.fileName(text, name)
             },
             .value("--repeat", "N", \.repeats, default: "1",
