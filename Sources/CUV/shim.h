@@ -30,6 +30,13 @@ static inline int pb_loop_measure_idle_time(uv_loop_t *l) { return uv_loop_confi
 static inline int pb_set_thread_name(const char *name) { return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 static inline int pb_get_thread_name(char out[16]) { return prctl(PR_GET_NAME, (unsigned long)out, 0, 0, 0); }
 
+// accept4 needs _GNU_SOURCE, which Swift's Glibc module is built without: declared here when the
+// headers left it out, so an accepted socket is close-on-exec from its first instant.
+#ifndef __USE_GNU
+extern int accept4(int fd, struct sockaddr *addr, socklen_t *addr_len, int flags);
+#endif
+static inline int pb_accept_cloexec_nonblocking(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); }
+
 // Swift's Glibc module does not export mallinfo2; heap bytes in use for leak checks.
 static inline size_t pb_heap_in_use(void) { struct mallinfo2 m = mallinfo2(); return m.uordblks + m.hblkhd; }
 

@@ -19,8 +19,8 @@ final class EventStreamClient {
     let fd: Int32
     var phase = Phase.reading
     var head: [UInt8] = []
-    /// Until when (monotonic ns) the request head may take to arrive.
-    let deadline: UInt64
+    /// Until when (monotonic ns) the request head may take to arrive, then the answer to be sent.
+    var deadline: UInt64
     private var out: [UInt8] = []
     private var written = 0
     /// Bytes of the replay (what was kept when the viewer connected) not yet taken: they do not count
@@ -34,6 +34,11 @@ final class EventStreamClient {
 
     /// Bytes queued and not yet taken by the peer.
     var unsent: Int { out.count - written }
+
+    var isAnswering: Bool {
+        if case .answering = phase { return true }
+        return false
+    }
 
     var isViewer: Bool {
         if case .viewing = phase { return true }

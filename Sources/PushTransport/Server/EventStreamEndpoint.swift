@@ -1,3 +1,4 @@
+import CUV
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -5,14 +6,18 @@ import Synchronization
 
 /// A small HTTP/1.1 server on its own thread for live viewers: `GET /events` is a stream of server-sent
 /// events (`text/event-stream`), every other `GET` is answered once by a handler and the connection
-/// closed. The thread that owns the data publishes events (``publish(_:keeping:)``); the endpoint's
-/// thread copies them out to every viewer, so a publisher never waits on a viewer.
+/// closed (`HEAD /events` gets the stream's head alone). The thread that owns the data publishes events
+/// (``publish(_:keeping:)``); the endpoint's thread copies them out to every viewer, so a publisher
+/// never waits on a viewer.
 ///
 /// A viewer that connects is first sent what was kept (a bounded history, and the latest of each
 /// `.latest` event), then each event as it is published. At most ``Limits/viewers`` streams at once:
 /// one more is answered 503 with ``Limits/refusal``. A viewer that does not read is closed once more
 /// than ``Limits/viewerBufferBytes`` wait for it beyond what it is still owed of that first replay, so
 /// memory stays bounded (the replay itself is bounded by ``Limits/keptEvents``) whatever viewers do.
+/// A one-shot answer that is not taken within ``Limits/answerSeconds`` is closed unfinished, and while
+/// more than ``Limits/answerBufferBytes`` of answers wait for their clients, a new request is answered
+/// 503: a client that asks and never reads cannot hold memory or a connection for long.
 ///
 /// ```swift
 /// let endpoint = try EventStreamEndpoint.start(host: "127.0.0.1", port: 8088, limits: .init()) { path, query in
@@ -52,7 +57,7 @@ public final class EventStreamEndpoint: Sendable {
         case none
         /// Only the latest event of this name.
         case latest
-        /// Every one, up to ``Limits/keptEvents`` (the oldest go first).
+        /// Every one, up to ``Limits/keptEvents`` of each name (the oldest of that name go first).
         case history
     }
 
@@ -63,17 +68,30 @@ public final class EventStreamEndpoint: Sendable {
         /// Bytes that may wait for one viewer, beyond what it is still owed of its first replay, before it
         /// is closed.
         var viewerBufferBytes: Int
-        /// `.history` events kept for viewers that connect later.
+        /// `.history` events of each name kept for viewers that connect later.
         var keptEvents: Int
+        /// Seconds a one-shot answer may take to be sent before its connection is closed.
+        var answerSeconds: Double
+        /// Bytes of one-shot answers that may wait for their clients, all together; past it a new request
+        /// is answered 503.
+        var answerBufferBytes: Int
         /// The one line of the 503 answered to the viewer past ``viewers``.
         public var refusal: String
 
         /// Limits.
         public init(viewers: Int = 8, viewerBufferBytes: Int = 8 << 20, keptEvents: Int = 3600,
                     refusal: String = "too many viewers") {
+            self.init(viewers: viewers, viewerBufferBytes: viewerBufferBytes, keptEvents: keptEvents, answerSeconds: 10,
+                      answerBufferBytes: 64 << 20, refusal: refusal)
+        }
+
+        init(viewers: Int = 8, viewerBufferBytes: Int = 8 << 20, keptEvents: Int = 3600, answerSeconds: Double,
+             answerBufferBytes: Int, refusal: String = "too many viewers") {
             self.viewers = viewers
             self.viewerBufferBytes = viewerBufferBytes
             self.keptEvents = keptEvents
+            self.answerSeconds = answerSeconds
+            self.answerBufferBytes = answerBufferBytes
             self.refusal = refusal
         }
     }
@@ -146,6 +164,9 @@ public final class EventStreamEndpoint: Sendable {
     /// The kept events named `name`, oldest first (for a handler answering from them).
     public func kept(named name: String) -> [Event] { store.kept(named: name) }
 
+    /// How many `.history` events named `name` are kept.
+    public func keptCount(named name: String) -> Int { store.keptCount(named: name) }
+
     /// Sends what is still queued to the viewers (for at most a second), closes every connection and the
     /// socket. Idempotent.
     public func stop() {
@@ -181,7 +202,10 @@ public final class EventStreamEndpoint: Sendable {
                 case .reading:
                     // A client may send its request and close its side at once: it is still answered.
                     let open = c.receive(into: true)
-                    if c.headEnded || c.head.count > 8192 { answer(c, handler) } else if !open { closing.insert(c.fd) }
+                    if c.headEnded || c.head.count > 8192 {
+                        let waiting = clients.reduce(0) { sum, o in o.isAnswering ? sum + o.unsent : sum }
+                        answer(c, handler, answersWaiting: waiting)
+                    } else if !open { closing.insert(c.fd) }
                 case .answering: break
                 case .viewing:
                     // A viewer sends nothing more; reading tells when it went away.
@@ -194,7 +218,7 @@ public final class EventStreamEndpoint: Sendable {
                 if !c.flush() { closing.insert(c.fd); continue }
                 switch c.phase {
                 case .reading: if t > c.deadline { closing.insert(c.fd) }
-                case .answering: if c.unsent == 0 { closing.insert(c.fd) }
+                case .answering: if c.unsent == 0 || t > c.deadline { closing.insert(c.fd) }
                 case .viewing:
                     if c.unsent > limits.viewerBufferBytes + c.replayOwed {
                         closing.insert(c.fd)
@@ -221,10 +245,10 @@ public final class EventStreamEndpoint: Sendable {
         // Connections beyond this many are closed at once: the endpoint serves a few people, not a crowd.
         let most = limits.viewers + 64
         for _ in 0..<64 {
-            let fd = Glibc.accept(socket, nil, nil)
+            // Close-on-exec from the start, so a process forked meanwhile never inherits it; non-blocking
+            // because the thread polls every connection and sends what each socket takes.
+            let fd = pb_accept_cloexec_nonblocking(socket)
             guard fd >= 0 else { return }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             guard clients.count < most else {
                 close(fd)
                 continue
@@ -253,9 +277,11 @@ public final class EventStreamEndpoint: Sendable {
         }
     }
 
-    /// Parses the request head of `c` and queues its answer (or starts its stream).
-    private func answer(_ c: EventStreamClient, _ handler: Handler) {
+    /// Parses the request head of `c` and queues its answer (or starts its stream); `answersWaiting`:
+    /// the bytes of other answers not yet taken.
+    private func answer(_ c: EventStreamClient, _ handler: Handler, answersWaiting: Int) {
         c.phase = .answering
+        c.deadline = Self.now() + UInt64(limits.answerSeconds * 1e9)
         guard c.headEnded else { return respond(c, .init(status: 431, contentType: "text/plain", body: "request head too large\n"), head: false) }
         let line = c.head.prefix { $0 != 0x0D && $0 != 0x0A }
         let parts = line.split(separator: 0x20)
@@ -268,7 +294,11 @@ public final class EventStreamEndpoint: Sendable {
             return respond(c, .init(status: 405, contentType: "text/plain", body: "only GET\n"), head: false)
         }
         let (path, query) = Self.split(target)
-        if path == "/events" && method == "GET" {
+        if path == "/events" && method == "HEAD" {
+            c.queue(Array("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n".utf8))
+            return
+        }
+        if path == "/events" {
             guard viewerCount.load(ordering: .relaxed) < limits.viewers else {
                 refusedCount.add(1, ordering: .relaxed)
                 return respond(c, .init(status: 503, contentType: "text/plain; charset=utf-8", body: limits.refusal + "\n"), head: false)
@@ -278,6 +308,9 @@ public final class EventStreamEndpoint: Sendable {
             c.queue(Array(("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
                            + "x-accel-buffering: no\r\nconnection: keep-alive\r\n\r\n").utf8))
             return
+        }
+        guard answersWaiting <= limits.answerBufferBytes else {
+            return respond(c, .init(status: 503, contentType: "text/plain", body: "busy: other answers are still being sent\n"), head: false)
         }
         let response = handler(path, query) ?? .init(status: 404, contentType: "text/plain", body: "not found: \(path)\n")
         respond(c, response, head: method == "HEAD")

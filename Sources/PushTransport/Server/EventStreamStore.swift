@@ -13,7 +13,9 @@ final class EventStreamStore: Sendable {
     private struct State {
         var pending: [Stored] = []
         var kept: [Stored] = []
-        var keptHistory = 0
+        /// `.history` events kept, by name: each name has its own bound, so one source's several events
+        /// a second do not shorten the history of another.
+        var keptHistory: [String: Int] = [:]
     }
 
     private let state = Mutex(State())
@@ -37,11 +39,13 @@ final class EventStreamStore: Sendable {
                 s.kept.removeAll { $0.keeping == .latest && $0.event.name == stored.event.name }
                 s.kept.append(stored)
             case .history:
+                let name = stored.event.name
                 s.kept.append(stored)
-                s.keptHistory += 1
-                if s.keptHistory > historyLimit, let first = s.kept.firstIndex(where: { $0.keeping == .history }) {
+                s.keptHistory[name, default: 0] += 1
+                if s.keptHistory[name]! > historyLimit,
+                   let first = s.kept.firstIndex(where: { $0.keeping == .history && $0.event.name == name }) {
                     s.kept.remove(at: first)
-                    s.keptHistory -= 1
+                    s.keptHistory[name]! -= 1
                 }
             }
         }
@@ -58,5 +62,10 @@ final class EventStreamStore: Sendable {
     /// The kept events named `name`, oldest first.
     func kept(named name: String) -> [EventStreamEndpoint.Event] {
         state.withLock { s in s.kept.filter { $0.event.name == name }.map(\.event) }
+    }
+
+    /// How many `.history` events named `name` are kept.
+    func keptCount(named name: String) -> Int {
+        state.withLock { $0.keptHistory[name] ?? 0 }
     }
 }

@@ -26,9 +26,10 @@ extension RunExecution {
         }
     }
 
-    /// With `--dashboard-linger T`: the final page served T longer (a stop signal ends it sooner).
+    /// With `--dashboard-linger T`: the final page served T longer (a stop signal ends it sooner), unless
+    /// a stop signal ended the run.
     func lingerDashboard(command: String) {
-        guard let dashboard, options.dashboardLingerSeconds > 0 else { return }
+        guard let dashboard, options.dashboardLingerSeconds > 0, !interruptRequested.load(ordering: .relaxed) else { return }
         printError("pushbench \(command): the dashboard keeps serving the final page for "
                    + "\(Self.shortDuration(options.dashboardLingerSeconds)) (Ctrl-C ends it)")
         dashboard.linger(options.dashboardLingerSeconds)

@@ -5,7 +5,7 @@ import PushTransport
 import PushVocabulary
 import Synchronization
 
-/// `--dashboard HOST:PORT`: the run watched in a browser. The endpoint (its own thread) serves the page
+/// `--dashboard [HOST:]PORT`: the run watched in a browser. The endpoint (its own thread) serves the page
 /// (``DashboardPage``), the event stream, the kept seconds and the state; the run's main thread publishes
 /// what it already has each second (the merged second the timeline closes, the progress line's
 /// snapshot), so no driver thread ever meets a viewer. docs/dashboard.md describes the events.
@@ -30,23 +30,34 @@ final class RunDashboard {
         struct State {
             var startedUnix: Double?
             var done = false
-            var seconds = 0
             var stage: String?
             var endpoint: EventStreamEndpoint?
+            /// A client asked `/state` or `/seconds`: something (`pushbench dashboard`) follows the run and
+            /// must get the chance to see it done.
+            var followed = false
         }
         let source: Source
+        let maxViewers: Int
         let state = Mutex(State())
-        init(source: Source) { self.source = source }
+        init(source: Source, maxViewers: Int) {
+            self.source = source
+            self.maxViewers = maxViewers
+        }
+
+        /// The event `/seconds` serves: the gateway's own `gateway` seconds, every other source's `second`.
+        var secondsEvent: String { source.kind == "gateway" ? "gateway" : "second" }
 
         /// `/state`'s JSON.
         var stateJSON: String {
-            let s = state.withLock { ($0.startedUnix, $0.done, $0.seconds, $0.stage) }
+            let s = state.withLock { ($0.startedUnix, $0.done, $0.endpoint, $0.stage) }
             return JSONWriter.text { w in
                 w.object { o in
                     o.member("kind", source.kind)
                     o.member("label", source.label)
                     o.member("done", s.1)
-                    o.member("seconds", Int64(s.2))
+                    o.member("seconds", Int64(s.2?.keptCount(named: secondsEvent) ?? 0))
+                    o.member("viewers", Int64(s.2?.viewers ?? 0))
+                    o.member("max_viewers", Int64(maxViewers))
                     if let started = s.0 { o.member("started_unix", started) }
                     o.member("warmup_s", source.warmupSeconds)
                     if let m = source.measuredSeconds { o.member("measured_s", m) }
@@ -56,12 +67,42 @@ final class RunDashboard {
             }
         }
 
-        /// `/seconds?after=N`'s NDJSON: the kept seconds after N, in order.
-        func seconds(after: Int?) -> String {
-            let kept = state.withLock { $0.endpoint }?.kept(named: "second") ?? []
+        /// `/seconds?after=N&limit=K`'s NDJSON: the kept seconds after N (all without N), in order, at
+        /// most the oldest K of them (all without K), so a follower can page through a long run.
+        func seconds(after: Int?, limit: Int? = nil) -> String {
+            let kept = state.withLock { $0.endpoint }?.kept(named: secondsEvent) ?? []
             var text = ""
-            for e in kept where after.map({ (e.id ?? 0) > $0 }) ?? true { text += e.data + "\n" }
+            var lines = 0
+            for e in kept where after.map({ (e.id ?? 0) > $0 }) ?? true {
+                if let limit, lines >= limit { break }
+                text += e.data + "\n"
+                lines += 1
+            }
             return text
+        }
+
+        /// Answers `/state`, `/seconds` and the page; nil for any other path.
+        func answer(_ path: String, _ query: [String: String]) -> ScrapeEndpoint.Response? {
+            switch path {
+            case "/", "/index.html":
+                return .init(status: 200, contentType: "text/html; charset=utf-8", body: DashboardPage.html)
+            case "/state":
+                state.withLock { $0.followed = true }
+                return .init(status: 200, contentType: "application/json", body: stateJSON + "\n")
+            case "/seconds":
+                let after = query["after"].flatMap { Int($0) }
+                if query["after"] != nil && after == nil {
+                    return .init(status: 400, contentType: "text/plain", body: "after: not an integer\n")
+                }
+                let limit = query["limit"].flatMap { Int($0) }
+                if query["limit"] != nil && (limit ?? 0) < 1 {
+                    return .init(status: 400, contentType: "text/plain", body: "limit: not a whole number ≥ 1\n")
+                }
+                state.withLock { $0.followed = true }
+                return .init(status: 200, contentType: "application/x-ndjson", body: seconds(after: after, limit: limit))
+            default:
+                return nil
+            }
         }
     }
 
@@ -83,25 +124,12 @@ final class RunDashboard {
 
     /// Listens on `address` before any traffic (the caller exits 2 when it cannot).
     init(address: MetricsAddress, viewers: Int, source: Source) throws(ScrapeEndpoint.Failure) {
-        let shared = Shared(source: source)
+        let shared = Shared(source: source, maxViewers: viewers)
         self.shared = shared
         let limits = EventStreamEndpoint.Limits(
             viewers: viewers, refusal: "the dashboard serves at most \(viewers) viewers at once (--dashboard-viewers)")
         endpoint = try EventStreamEndpoint.start(host: address.host, port: address.port, limits: limits) { path, query in
-            switch path {
-            case "/", "/index.html":
-                return .init(status: 200, contentType: "text/html; charset=utf-8", body: DashboardPage.html)
-            case "/state":
-                return .init(status: 200, contentType: "application/json", body: shared.stateJSON + "\n")
-            case "/seconds":
-                let after = query["after"].flatMap { Int($0) }
-                if query["after"] != nil && after == nil {
-                    return .init(status: 400, contentType: "text/plain", body: "after: not an integer\n")
-                }
-                return .init(status: 200, contentType: "application/x-ndjson", body: shared.seconds(after: after))
-            default:
-                return nil
-            }
+            shared.answer(path, query)
         }
         shared.state.withLock { $0.endpoint = endpoint }
     }
@@ -142,7 +170,6 @@ final class RunDashboard {
         if let whole { whole.add(h) } else { whole = h.copy() }
         let line = Self.pageLine(live, second: h, whole: whole!)
         endpoint.publish(.init(name: "second", data: line, id: live.interval.second), keeping: .history)
-        shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
     }
 
     /// A `live` event whose figures were put together elsewhere (`pushbench dashboard`'s, from its agents):
@@ -181,11 +208,10 @@ final class RunDashboard {
         endpoint.publish(.init(name: "live", data: text), keeping: .latest)
     }
 
-    /// A source's own event once a second (the gateway's `gateway`), numbered `second` and kept for
-    /// viewers that connect later.
+    /// A source's own event once a second (the gateway's `gateway`, a pipeline's `pipeline`), numbered
+    /// `second` and kept for viewers that connect later.
     func publish(event name: String, json: String, second: Int) {
         endpoint.publish(.init(name: name, data: json, id: second), keeping: .history)
-        shared.state.withLock { $0.seconds = min($0.seconds + 1, 3600) }
     }
 
     /// A mark on the time axis at timeline second `second` (the next one when nil): a capacity step's
@@ -206,17 +232,42 @@ final class RunDashboard {
         shared.state.withLock { $0.done = true }
     }
 
-    /// Serves the final page `seconds` longer (stopped early by a stop signal), then stops.
-    func linger(_ seconds: Double) {
+    /// Serves the final page `seconds` longer, stopped early by a stop signal; not at all when a stop
+    /// signal already ended the run (`interrupted`: the user asked to stop, not to wait). Whether it
+    /// lingered.
+    @discardableResult
+    func linger(_ seconds: Double, interrupted: Bool = interruptRequested.load(ordering: .relaxed)) -> Bool {
+        guard !interrupted else { return false }
         let until = Date().addingTimeInterval(seconds)
-        interruptRequested.store(false, ordering: .relaxed)
         let previous = catchInterrupts()
         defer { restoreInterrupts(previous) }
         while Date() < until && !interruptRequested.load(ordering: .relaxed) { usleep(100_000) }
+        lingered = true
+        return true
     }
 
-    /// Stops serving (what is queued goes out first, within a second).
-    func stop() { endpoint.stop() }
+    private var lingered = false
+
+    /// Seconds the endpoint still answers after the end when nothing lingered: a follower (a client that
+    /// asked `/state` or `/seconds`) polls about once a second and must see `done` and the last seconds.
+    static let followerGraceSeconds = 2.0
+
+    /// How long ``stop()`` keeps serving first: ``followerGraceSeconds`` once the end is published, a
+    /// client follows and nothing lingered; else 0, so a run nobody follows exits at once.
+    var graceSeconds: Double {
+        let (done, followed) = shared.state.withLock { ($0.done, $0.followed) }
+        return done && followed && !lingered ? Self.followerGraceSeconds : 0
+    }
+
+    /// Stops serving (after ``graceSeconds``; what is queued goes out first, within a second).
+    func stop() {
+        let grace = graceSeconds
+        if grace > 0 {
+            lingered = true
+            usleep(UInt32(grace * 1_000_000))
+        }
+        endpoint.stop()
+    }
 
     /// The `second` event's line: the ``LiveSecond`` with the second's corrected-latency percentiles (µs)
     /// and the percentile curve of every second so far (`curve_us`: [percentile, µs] pairs), so a page

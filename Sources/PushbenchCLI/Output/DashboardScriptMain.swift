@@ -25,9 +25,11 @@ extension DashboardScript {
 
     function showStatus() {
       const v = model.live, el = document.getElementById("status");
-      const phase = model.final ? "done" : model.lost ? "lost" : v ? v.phase : "connecting";
-      const names = { warmup: "warm-up", measure: "measuring", drain: "draining", done: "done", lost: "stream ended", connecting: "connecting" };
+      const phase = model.final ? "done" : model.refused ? "refused" : model.lost ? "lost" : v ? v.phase : "connecting";
+      const names = { warmup: "warm-up", measure: "measuring", drain: "draining", done: "done", lost: "stream ended", connecting: "connecting",
+                      refused: "refused" };
       let t = `<span class="phase ${phase}" id="phase">${names[phase] || esc(phase)}</span>`;
+      if (model.refused) t += ` <b id="refused">this dashboard serves at most ${fmt(model.refused)} viewers at once (--dashboard-viewers)</b>`;
       if (v) {
         t += `<b>${v.elapsed_s.toFixed(0)} s</b> · sent <b>${fmt(v.sent)}</b> · completed <b>${fmt(v.completed)}</b> · errors <b>${fmt(v.errors)}</b>`;
         t += ` · in flight <b>${fmt(v.in_flight)}</b> · backlog <b>${fmt(v.backlog)}</b>`;
@@ -183,7 +185,15 @@ extension DashboardScript {
         showStatus(); showFinal(); later();
       });
       // The run is over or the process is gone: stop here rather than retry a closed port.
-      events.onerror = () => { if (!model.final) { events.close(); model.lost = true; showStatus(); } };
+      // A stream refused past --dashboard-viewers ends here too, and EventSource cannot read the 503's
+      // reason: /state says whether the viewers are at their limit.
+      events.onerror = () => {
+        if (model.final) return;
+        events.close(); model.lost = true; showStatus();
+        fetch("/state").then(r => r.json()).then(s => {
+          if (s.max_viewers !== undefined && s.viewers >= s.max_viewers && !s.done) { model.refused = s.max_viewers; showStatus(); }
+        }, () => {});
+      };
       render();
     }
     fetch("/state").then(r => r.json()).then(start, () => { model.lost = true; showStatus(); });

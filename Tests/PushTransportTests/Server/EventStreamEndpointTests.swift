@@ -221,6 +221,84 @@ import Testing
         #expect(endpoint.viewers == 0)
     }
 
+    /// Each event name keeps its own history: a source publishing several events a second keeps as many
+    /// seconds of each as one publishing one.
+    @Test func eachEventNameKeepsItsOwnHistory() {
+        let store = EventStreamStore(historyLimit: 3)
+        for n in 1...5 {
+            for name in ["second", "pipeline", "gateway"] {
+                store.publish(.init(event: .init(name: name, data: "\(name)\(n)", id: n), keeping: .history))
+            }
+        }
+        store.publish(.init(event: .init(name: "mark", data: "m", id: nil), keeping: .history))
+        for name in ["second", "pipeline", "gateway"] {
+            #expect(store.kept(named: name).map(\.id) == [3, 4, 5], "\(name)")
+            #expect(store.keptCount(named: name) == 3)
+        }
+        #expect(store.kept(named: "mark").count == 1 && store.keptCount(named: "mark") == 1)
+        #expect(store.keptCount(named: "live") == 0)
+    }
+
+    /// A client that asks for a long answer and never reads it is closed after the answer deadline; while
+    /// its answer waits past the bound, another request is answered 503; then a viewer connects as usual.
+    @Test func aClientThatAsksAndNeverReadsIsClosedAfterTheDeadline() throws {
+        let body = String(repeating: "z", count: 16 << 20)
+        let limits = EventStreamEndpoint.Limits(viewers: 1, answerSeconds: 1, answerBufferBytes: 4 << 20)
+        let endpoint = try EventStreamEndpoint.start(host: "127.0.0.1", port: 0, limits: limits) { path, _ in
+            switch path {
+            case "/big": return .init(status: 200, contentType: "text/plain", body: body)
+            case "/small": return .init(status: 200, contentType: "text/plain", body: "small\n")
+            default: return nil
+            }
+        }
+        defer { endpoint.stop() }
+        let stuck = try Client(port: endpoint.port, receiveBuffer: 4096)
+        stuck.send("GET /big HTTP/1.1\r\n\r\n")
+        usleep(300_000)
+        // 16 MiB answered, far more than the kernel's buffers take: over 4 MiB wait for the stuck client.
+        let other = try Client(port: endpoint.port)
+        other.send("GET /small HTTP/1.1\r\n\r\n")
+        other.read { _ in false }
+        #expect(other.text.hasPrefix("HTTP/1.1 503 ") && other.text.hasSuffix("\r\n\r\nbusy: other answers are still being sent\n"))
+
+        // Past the deadline the stuck client's connection is closed: reading now finds its end before
+        // the whole answer.
+        usleep(1_500_000)
+        var total = 0
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        let until = Date().addingTimeInterval(20)
+        var ended = false
+        while Date() < until {
+            let n = chunk.withUnsafeMutableBytes { recv(stuck.fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 { total += n } else if n == 0 { ended = true; break } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR { ended = true; break }
+        }
+        #expect(ended)
+        #expect(total < body.utf8.count)
+
+        let next = try Client(port: endpoint.port)
+        next.send("GET /small HTTP/1.1\r\n\r\n")
+        next.read { _ in false }
+        #expect(next.text.hasPrefix("HTTP/1.1 200 OK") && next.text.hasSuffix("small\n"))
+        let viewer = try Client(port: endpoint.port)
+        viewer.send("GET /events HTTP/1.1\r\n\r\n")
+        #expect(viewer.read { $0.contains("\r\n\r\n") })
+        #expect(viewer.text.hasPrefix("HTTP/1.1 200 OK"))
+    }
+
+    /// `HEAD /events` gets the stream's head and the connection closed, and is not a viewer.
+    @Test func headOfTheStreamIsItsHeadAlone() throws {
+        let endpoint = try Self.start()
+        defer { endpoint.stop() }
+        endpoint.publish(.init(name: "second", data: "s1", id: 1), keeping: .history)
+        let c = try Client(port: endpoint.port)
+        c.send("HEAD /events HTTP/1.1\r\n\r\n")
+        c.read { _ in false }
+        #expect(c.closed)
+        #expect(c.text.hasPrefix("HTTP/1.1 200 OK\r\n") && c.text.contains("content-type: text/event-stream\r\n"))
+        #expect(c.text.hasSuffix("\r\n\r\n") && !c.text.contains("data:"))
+        #expect(endpoint.viewers == 0)
+    }
+
     @Test func stopSendsWhatIsQueuedThenCloses() throws {
         let endpoint = try Self.start()
         let viewer = try Client(port: endpoint.port)

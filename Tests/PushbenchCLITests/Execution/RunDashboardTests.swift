@@ -111,6 +111,116 @@ import Testing
         #expect(try lines.allSatisfy { try LiveSecond.parse(line: String($0)).startUnix == 1000 })
     }
 
+    /// `/seconds?after=N&limit=K` pages through the kept seconds, the oldest K after N at a time.
+    @Test func secondsArePagedWithLimit() throws {
+        let source = RunDashboard.Source(kind: "run", label: "p", warmupSeconds: 0, measuredSeconds: 10, targetRPS: 100)
+        let dashboard = try RunDashboard(address: MetricsAddress(host: "127.0.0.1", port: 0), viewers: 2, source: source)
+        defer { dashboard.stop() }
+        dashboard.measuredStart(Date(timeIntervalSince1970: 1000))
+        for s in 0..<5 { dashboard.publish(second: Self.interval(second: s, latencies: [100])) }
+        func seconds(_ query: String) throws -> [Int] {
+            let (status, body) = try Self.get(dashboard.port, "/seconds" + query)
+            #expect(status == 200, "\(query)")
+            return try body.split(separator: "\n").map { try LiveSecond.parse(line: String($0)).interval.second }
+        }
+        #expect(try seconds("?limit=2") == [0, 1])
+        #expect(try seconds("?after=1&limit=2") == [2, 3])
+        #expect(try seconds("?after=3&limit=2") == [4])
+        #expect(try seconds("?after=4&limit=2") == [])
+        #expect(try seconds("?after=0") == [1, 2, 3, 4])
+        #expect(try seconds("?limit=100") == [0, 1, 2, 3, 4])
+        for bad in ["?limit=0", "?limit=-1", "?limit=two", "?after=1&limit="] {
+            #expect(try Self.get(dashboard.port, "/seconds" + bad).0 == 400, "\(bad)")
+        }
+    }
+
+    /// `/state`'s `seconds` counts the seconds `/seconds` holds, not the other events kept beside them;
+    /// `viewers` and `max_viewers` tell a refused page why.
+    @Test func stateCountsSecondsAndViewers() throws {
+        let source = RunDashboard.Source(kind: "pipeline", label: "p", warmupSeconds: 0, measuredSeconds: 10, targetRPS: 100)
+        let dashboard = try RunDashboard(address: MetricsAddress(host: "127.0.0.1", port: 0), viewers: 3, source: source)
+        defer { dashboard.stop() }
+        dashboard.measuredStart(Date(timeIntervalSince1970: 1000))
+        for s in 0..<3 {
+            dashboard.publish(second: Self.interval(second: s, latencies: [100]))
+            dashboard.publish(event: "pipeline", json: "{\"second\":\(s)}", second: s)
+        }
+        dashboard.mark("held", second: 2)
+        var state = try JSONValue.parse(try Self.get(dashboard.port, "/state").1)
+        #expect(state["seconds"]?.integer == 3)
+        #expect(state["viewers"]?.integer == 0 && state["max_viewers"]?.integer == 3)
+
+        // A viewer holding its stream open is counted.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = in_port_t(UInt16(dashboard.port).bigEndian)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        try #require(rc == 0)
+        let request = Array("GET /events HTTP/1.1\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let deadline = Date().addingTimeInterval(5)
+        repeat {
+            state = try JSONValue.parse(try Self.get(dashboard.port, "/state").1)
+            if state["viewers"]?.integer == 1 { break }
+            usleep(20_000)
+        } while Date() < deadline
+        #expect(state["viewers"]?.integer == 1 && state["max_viewers"]?.integer == 3)
+    }
+
+    /// The gateway has no `second` events: its `/seconds` serves its `gateway` lines, and `/state`
+    /// counts them.
+    @Test func theGatewaysSecondsAreItsGatewayEvents() throws {
+        let source = RunDashboard.Source(kind: "gateway", label: "--latency=2ms", warmupSeconds: 0)
+        let dashboard = try RunDashboard(address: MetricsAddress(host: "127.0.0.1", port: 0), viewers: 2, source: source)
+        defer { dashboard.stop() }
+        for s in 0..<3 { dashboard.publish(event: "gateway", json: "{\"second\":\(s),\"requests\":7}", second: s) }
+        let (status, body) = try Self.get(dashboard.port, "/seconds?after=0")
+        #expect(status == 200 && body == "{\"second\":1,\"requests\":7}\n{\"second\":2,\"requests\":7}\n")
+        #expect(try JSONValue.parse(try Self.get(dashboard.port, "/state").1)["seconds"]?.integer == 3)
+    }
+
+    /// A run a stop signal ended does not linger; one that ended by itself does (a short linger here).
+    @Test func aRunEndedByASignalDoesNotLinger() throws {
+        let source = RunDashboard.Source(kind: "run", label: "l", warmupSeconds: 0)
+        let dashboard = try RunDashboard(address: MetricsAddress(host: "127.0.0.1", port: 0), viewers: 2, source: source)
+        defer { dashboard.stop() }
+        dashboard.finish(summaryJSON: "{}")
+        #expect(!dashboard.linger(3, interrupted: true))
+        #expect(dashboard.linger(0.2, interrupted: false))
+    }
+
+    /// After the end, a run someone follows (a client asked /state or /seconds) keeps answering a
+    /// moment, so the follower sees `done`; a run nobody follows stops at once.
+    @Test func aFollowedRunStillAnswersDoneAfterItsEnd() throws {
+        let source = RunDashboard.Source(kind: "run", label: "f", warmupSeconds: 0)
+        let lonely = try RunDashboard(address: MetricsAddress(host: "127.0.0.1", port: 0), viewers: 2, source: source)
+        lonely.publish(second: Self.interval(second: 0, latencies: [100]))
+        lonely.finish(summaryJSON: "{}")
+        #expect(lonely.graceSeconds == 0)
+        lonely.stop()
+
+        let followed = try RunDashboard(address: MetricsAddress(host: "127.0.0.1", port: 0), viewers: 2, source: source)
+        #expect(try JSONValue.parse(try Self.get(followed.port, "/state").1)["done"] == .bool(false))
+        #expect(followed.graceSeconds == 0, "not before the end")
+        followed.publish(second: Self.interval(second: 0, latencies: [100]))
+        followed.finish(summaryJSON: "{}")
+        #expect(followed.graceSeconds == RunDashboard.followerGraceSeconds)
+        let stopped = DispatchSemaphore(value: 0)
+        final class Stopping: @unchecked Sendable {
+            let dashboard: RunDashboard
+            init(_ dashboard: RunDashboard) { self.dashboard = dashboard }
+        }
+        let stopping = Stopping(followed)
+        Thread { stopping.dashboard.stop(); stopped.signal() }.start()
+        usleep(200_000)
+        #expect(try JSONValue.parse(try Self.get(followed.port, "/state").1)["done"] == .bool(true))
+        #expect(try Self.get(followed.port, "/seconds").1.split(separator: "\n").count == 1)
+        #expect(stopped.wait(timeout: .now() + 10) == .success)
+    }
+
     /// The busy share comes from the loops' idle time between two snapshots, averaged over threads.
     @Test func theBusyShareIsWhatTheLoopsWereNotIdle() {
         var a = LiveSnapshot(), b = LiveSnapshot()
@@ -140,5 +250,7 @@ import Testing
         #expect(!page.contains("http://") && !page.contains("https://") && !page.contains("//cdn"))
         #expect(!page.contains("src=") && !page.contains("<link rel=\"stylesheet\""))
         #expect(page.contains("new EventSource(\"/events\")") && page.contains("fetch(\"/state\")"))
+        // A stream refused past the limit is explained from /state's viewers and max_viewers.
+        #expect(page.contains("s.viewers >= s.max_viewers") && page.contains("viewers at once (--dashboard-viewers)"))
     }
 }
