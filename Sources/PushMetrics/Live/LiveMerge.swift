@@ -3,9 +3,11 @@
 ///
 /// Seconds line up by wall time. An agent's second N covers `[startUnix + N, startUnix + N + 1)`; agents
 /// sharing `--start-at` start their measured phases within milliseconds of each other, so each agent's
-/// seconds are shifted by its start's distance from the first start seen, rounded to whole seconds, and
-/// merged second K is every agent's second that lands on K. `pushbench merge` shifts run folders the
-/// same way from the earliest start, which for agents sharing `--start-at` is the same second.
+/// seconds are shifted by its start's distance from the earliest start, rounded to whole seconds, and
+/// merged second K is every agent's second that lands on K, as `pushbench merge` shifts run folders.
+/// Until the first merged second goes out the count starts at the earliest start seen so far (an agent
+/// that started earlier than those seen before moves their seconds on); after that it stays. An agent is
+/// not expected in the merged seconds before the one its second 0 lands on.
 /// Counts are summed and histograms added bucket by bucket (``TimelineInterval/merged(_:)``), so a merged
 /// second's p99 is the p99 of every request the agents completed in it, never an average of theirs.
 ///
@@ -29,14 +31,16 @@ public struct LiveMerge: Sendable {
     public let wait: Double
     /// Most merged seconds kept waiting at once.
     let maxPending: Int
-    /// The measured phase's start the merged seconds count from (the first agent's seen), Unix seconds.
+    /// The measured phase's start the merged seconds count from, Unix seconds: the earliest agent's start
+    /// seen before the first merged second went out.
     public private(set) var startUnix: Double?
     /// Per agent: its seconds that came after their merged second had gone out.
     public private(set) var lateSeconds: [Int]
     /// Per agent: its seconds merged so far.
     private(set) var mergedSeconds: [Int]
 
-    /// The next merged second to give out (set by the first ``take(now:)`` that has anything).
+    /// The next merged second to give out (set once a merged second went out; from then on the count's
+    /// start stays).
     private var next: Int?
     /// Merged second → agent → its second (already shifted onto the merged count).
     private var pending: [Int: [Int: LiveSecond]] = [:]
@@ -44,6 +48,8 @@ public struct LiveMerge: Sendable {
     private var lastSent: [Int?]
     /// Per agent: whether it said it is done (then nothing is expected after ``lastSent``).
     private var finished: [Bool]
+    /// Per agent: its measured phase's start, once a second of it came.
+    private var starts: [Double?]
 
     /// A merge of `agents` (names for `missing_agents`, e.g. host:port), each second waiting at most
     /// `wait` seconds past its end for an agent.
@@ -56,12 +62,18 @@ public struct LiveMerge: Sendable {
         mergedSeconds = Array(repeating: 0, count: agents.count)
         lastSent = Array(repeating: nil, count: agents.count)
         finished = Array(repeating: false, count: agents.count)
+        starts = Array(repeating: nil, count: agents.count)
+    }
+
+    /// Whole seconds from `base` to `start`, rounded as `pushbench merge` rounds an agent's shift.
+    private static func shift(_ start: Double, from base: Double) -> Int {
+        Int((start - base).rounded())
     }
 
     /// The merged second `second` of `agent` falls on.
     func mergedIndex(of second: LiveSecond) -> Int {
         guard let start = startUnix else { return second.interval.second }
-        return second.interval.second + Int((second.startUnix - start).rounded())
+        return second.interval.second + Self.shift(second.startUnix, from: start)
     }
 
     /// Takes one second of `agent`. Returns false when it came too late (its merged second went out
@@ -69,7 +81,12 @@ public struct LiveMerge: Sendable {
     @discardableResult
     public mutating func add(_ second: LiveSecond, from agent: Int) -> Bool {
         precondition(agents.indices.contains(agent))
-        if startUnix == nil { startUnix = second.startUnix }
+        if starts[agent] == nil { starts[agent] = second.startUnix }
+        if let start = startUnix {
+            if next == nil, second.startUnix < start { rebase(on: second.startUnix) }
+        } else {
+            startUnix = second.startUnix
+        }
         let k = mergedIndex(of: second)
         if let next, k < next {
             lateSeconds[agent] += 1
@@ -80,6 +97,22 @@ public struct LiveMerge: Sendable {
         pending[k, default: [:]][agent] = s
         lastSent[agent] = max(lastSent[agent] ?? k, k)
         return true
+    }
+
+    /// Counts the merged seconds from `start`, earlier than ``startUnix``: the seconds waiting move onto
+    /// the new count. Only while no merged second has gone out, so every second sent is still waiting.
+    private mutating func rebase(on start: Double) {
+        guard let old = startUnix else { return }
+        startUnix = start
+        var moved: [Int: [Int: LiveSecond]] = [:]
+        for got in pending.values {
+            for (agent, var s) in got {
+                s.interval.second += Self.shift(s.startUnix, from: start) - Self.shift(s.startUnix, from: old)
+                moved[s.interval.second, default: [:]][agent] = s
+            }
+        }
+        pending = moved
+        lastSent = agents.indices.map { a in moved.filter { $0.value[a] != nil }.keys.max() }
     }
 
     /// `agent` said it is done, and every second it sent has been added: it is not expected after its
@@ -97,8 +130,9 @@ public struct LiveMerge: Sendable {
     /// Merged seconds kept waiting for an agent.
     public var pendingCount: Int { pending.count }
 
-    /// Whether `agent` is expected to send merged second `k`.
-    private func expects(_ agent: Int, _ k: Int) -> Bool {
+    /// Whether `agent` is expected to send merged second `k` (of the count from `start`).
+    private func expects(_ agent: Int, _ k: Int, start: Double) -> Bool {
+        if let own = starts[agent], k < Self.shift(own, from: start) { return false }
         guard finished[agent] else { return true }
         guard let last = lastSent[agent] else { return false }
         return k <= last
@@ -112,7 +146,7 @@ public struct LiveMerge: Sendable {
         var out: [LiveSecond] = []
         while k <= newest {
             let got = pending[k] ?? [:]
-            let expected = agents.indices.filter { expects($0, k) }
+            let expected = agents.indices.filter { expects($0, k, start: start) }
             let complete = expected.allSatisfy { got[$0] != nil }
             let overdue = now >= start + Double(k + 1) + wait
             guard complete || overdue || pending.count > maxPending else { break }
@@ -121,7 +155,7 @@ public struct LiveMerge: Sendable {
             pending[k] = nil
             k += 1
         }
-        next = k
+        if !out.isEmpty { next = k }
         return out
     }
 
