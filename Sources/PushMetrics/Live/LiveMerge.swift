@@ -14,10 +14,11 @@
 /// A merged second is given out (``take(now:)``) once every agent expected for it has sent it, or once it
 /// has waited ``wait`` past its end: then it goes out with what came, and the agents that did not answer
 /// are named in its `missing_agents`. An agent that said it is done (``finish(agent:)``) is not expected
-/// after its last second. Seconds are given out in order, each once; a second that arrives after its
-/// merged second went out is counted in ``lateSeconds``, not merged. What is kept between calls is the
-/// seconds not given out yet, at most ``maxPending`` of them (older ones go out early, with whoever came),
-/// whatever the run's length.
+/// after its last second; an agent given up on (``giveUp(agent:)``) is not waited for, and is named
+/// missing in every second it did not send. Seconds are given out in order, each once; a second that
+/// arrives after its merged second went out is counted in ``lateSeconds``, not merged. What is kept
+/// between calls is the seconds not given out yet, at most ``maxPending`` of them (older ones go out
+/// early, with whoever came), whatever the run's length.
 ///
 /// ```swift
 /// var merge = LiveMerge(agents: ["10.0.0.5:8088", "10.0.0.6:8088"])
@@ -48,6 +49,8 @@ public struct LiveMerge: Sendable {
     private var lastSent: [Int?]
     /// Per agent: whether it said it is done (then nothing is expected after ``lastSent``).
     private var finished: [Bool]
+    /// Per agent: whether it is given up on (then no second waits for it).
+    private var gaveUp: [Bool]
     /// Per agent: its measured phase's start, once a second of it came.
     private var starts: [Double?]
 
@@ -62,6 +65,7 @@ public struct LiveMerge: Sendable {
         mergedSeconds = Array(repeating: 0, count: agents.count)
         lastSent = Array(repeating: nil, count: agents.count)
         finished = Array(repeating: false, count: agents.count)
+        gaveUp = Array(repeating: false, count: agents.count)
         starts = Array(repeating: nil, count: agents.count)
     }
 
@@ -121,11 +125,17 @@ public struct LiveMerge: Sendable {
         finished[agent] = true
     }
 
+    /// No second waits for `agent` any more (it stopped answering and the others are done): the seconds
+    /// go out without it, naming it missing, and the merge completes without it saying it is done.
+    public mutating func giveUp(agent: Int) {
+        gaveUp[agent] = true
+    }
+
     /// Whether `agent` said it is done.
     public func isFinished(agent: Int) -> Bool { finished[agent] }
 
-    /// True when every agent said it is done and every merged second has gone out.
-    public var isComplete: Bool { finished.allSatisfy { $0 } && pending.isEmpty }
+    /// True when every agent said it is done or is given up on, and every merged second has gone out.
+    public var isComplete: Bool { agents.indices.allSatisfy { finished[$0] || gaveUp[$0] } && pending.isEmpty }
 
     /// Merged seconds kept waiting for an agent.
     public var pendingCount: Int { pending.count }
@@ -147,7 +157,7 @@ public struct LiveMerge: Sendable {
         while k <= newest {
             let got = pending[k] ?? [:]
             let expected = agents.indices.filter { expects($0, k, start: start) }
-            let complete = expected.allSatisfy { got[$0] != nil }
+            let complete = expected.allSatisfy { got[$0] != nil || gaveUp[$0] }
             let overdue = now >= start + Double(k + 1) + wait
             guard complete || overdue || pending.count > maxPending else { break }
             out.append(merge(k, got, missing: expected.filter { got[$0] == nil }, start: start))

@@ -13,7 +13,9 @@ import Synchronization
 /// round: a dashboard that starts late on a long run catches up in bounded asks (an agent that ignores
 /// `limit` sends everything in one page). An agent that does not answer is marked so (and shown missing
 /// in the seconds it should have sent); when it answers again it is asked for the seconds after the last
-/// one received, so it picks up where it left off.
+/// one received, so it picks up where it left off. Once at least one agent is done and every other has
+/// not answered for ``giveUpAfter``, those silent ones are given up on: the merge completes without them,
+/// each named missing in the seconds it did not send.
 final class AgentFollower: @unchecked Sendable {
     // @unchecked: `merge` and `agents` belong to the follower's thread (or the caller of `poll`, never
     // both); what other threads read goes through `status`, a Mutex.
@@ -36,12 +38,18 @@ final class AgentFollower: @unchecked Sendable {
         var label: String?, kind: String?
         /// Its seconds received, and lines that were not seconds.
         var seconds = 0, badLines = 0
+        /// When (the `now` of the round) it stopped answering; nil while it answers.
+        var silentSince: Double?
+        /// Whether it is given up on: silent past ``AgentFollower/giveUpAfter`` while the others are done.
+        var gaveUp = false
     }
 
     /// How often the agents are asked, seconds.
     let pollInterval: Double
     /// How long one ask (every agent at once) may take, ms.
     let timeoutMilliseconds: UInt64
+    /// Seconds an agent may be silent, once the others are done, before the merge ends without it.
+    let giveUpAfter: Double
     /// Most seconds asked of an agent at once (`limit=`).
     let pageLimit: Int
     /// Most pages asked of an agent in one round.
@@ -56,15 +64,16 @@ final class AgentFollower: @unchecked Sendable {
     private let finished = Atomic<Bool>(false)
     private var thread: Thread?
 
-    /// A follower of `addresses`, merging with `wait` for a late agent; `onSeconds` gets the merged
-    /// seconds in order and `onNote` a line when an agent stops answering or answers again (both on the
-    /// follower's thread).
-    init(_ addresses: [AgentAddress], wait: Double, pollInterval: Double = 0.5,
+    /// A follower of `addresses`, merging with `wait` for a late agent and giving up on a silent one after
+    /// `giveUp` once the others are done; `onSeconds` gets the merged seconds in order and `onNote` a line
+    /// when an agent stops answering, answers again or is given up on (both on the follower's thread).
+    init(_ addresses: [AgentAddress], wait: Double, giveUp: Double = 10, pollInterval: Double = 0.5,
          timeoutMilliseconds: UInt64 = 1_000, pageLimit: Int = 120, maxPages: Int = 5,
          onSeconds: @escaping @Sendable ([LiveSecond]) -> Void, onNote: @escaping @Sendable (String) -> Void) throws(TransportError) {
         precondition(pageLimit > 0 && maxPages > 0)
         self.pollInterval = pollInterval
         self.timeoutMilliseconds = timeoutMilliseconds
+        giveUpAfter = giveUp
         self.pageLimit = pageLimit
         self.maxPages = maxPages
         merge = LiveMerge(agents: addresses.map(\.name), wait: wait)
@@ -81,7 +90,8 @@ final class AgentFollower: @unchecked Sendable {
     /// Per agent, its seconds that came too late to merge.
     var lateSeconds: [Int] { shared.withLock { $0.late } }
 
-    /// True once every agent said it is done and every merged second has gone to `onSeconds`.
+    /// True once every agent said it is done or is given up on, and every merged second has gone to
+    /// `onSeconds`.
     var isComplete: Bool { shared.withLock { $0.complete } }
 
     /// Starts polling on a thread of its own.
@@ -111,7 +121,7 @@ final class AgentFollower: @unchecked Sendable {
     /// `now` (Unix seconds) go to `onSeconds`. Returns true when the merge is complete.
     @discardableResult
     func poll(now: Double) -> Bool {
-        let states = ask(agents.indices.filter { !merge.isFinished(agent: $0) }) { _ in "/state" }
+        let states = ask(agents.indices.filter { !merge.isFinished(agent: $0) && !agents[$0].gaveUp }) { _ in "/state" }
         for (i, outcome) in states.enumerated() {
             guard case .answer(200, let body)? = outcome, let state = try? JSONValue.parse(body) else { continue }
             agents[i].label = state["label"]?.string ?? agents[i].label
@@ -161,20 +171,38 @@ final class AgentFollower: @unchecked Sendable {
                 if agents[i].answering != false { onNote("agent \(agents[i].address.name) does not answer: \(failure)") }
                 agents[i].answering = false
                 agents[i].lastError = failure
+                if agents[i].silentSince == nil { agents[i].silentSince = now }
                 continue
             }
             if agents[i].answering == false { onNote("agent \(agents[i].address.name) answers again") }
             agents[i].answering = true
             agents[i].lastError = nil
+            agents[i].silentSince = nil
             // Its state was read before these seconds: when it said done and the last page came, they
             // were its last.
             if agents[i].done, caughtUp[i], !merge.isFinished(agent: i) { merge.finish(agent: i) }
+        }
+        for i in Self.givingUp(agents, finished: agents.indices.map { merge.isFinished(agent: $0) }, now: now, after: giveUpAfter) {
+            agents[i].gaveUp = true
+            merge.giveUp(agent: i)
+            onNote("agent \(agents[i].address.name) has not answered for \(DashboardExecution.seconds(giveUpAfter)) and every other agent is done: "
+                   + "giving up on it (named missing in the seconds it did not send)")
         }
         let out = merge.take(now: now)
         if !out.isEmpty { onSeconds(out) }
         let complete = merge.isComplete
         shared.withLock { $0 = (agents, complete, merge.lateSeconds) }
         return complete
+    }
+
+    /// The agents to give up on at `now`: when at least one agent is done (`finished`) and every other
+    /// has not answered for at least `after` seconds, those others; otherwise none. An agent that answers
+    /// but is not done yet keeps the merge going, however long its run.
+    static func givingUp(_ agents: [Agent], finished: [Bool], now: Double, after: Double) -> [Int] {
+        let open = agents.indices.filter { !finished[$0] && !agents[$0].gaveUp }
+        guard finished.contains(true), !open.isEmpty,
+              open.allSatisfy({ i in agents[i].silentSince.map { since in now - since >= after } ?? false }) else { return [] }
+        return open
     }
 
     /// Asks the agents `which` for `path(agent)` at once; nil for an agent not asked.

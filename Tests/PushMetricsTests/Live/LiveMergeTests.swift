@@ -152,6 +152,21 @@ import Testing
         #expect(m.isComplete)
     }
 
+    @Test func anAgentGivenUpOnIsNotWaitedForAndNamedMissingInWhatItDidNotSend() {
+        var m = LiveMerge(agents: ["a", "b"], wait: 3)
+        for s in 0...3 { m.add(Self.second(s, latencies: [100]), from: 0) }
+        m.add(Self.second(0, latencies: [100]), from: 1)
+        m.finish(agent: 0)
+        let first = m.take(now: Self.start + 2)
+        #expect(first.map(\.interval.second) == [0], "second 1 waits for b")
+        #expect(!m.isComplete, "b never said it is done")
+        m.giveUp(agent: 1)
+        let out = m.take(now: Self.start + 2)
+        #expect(out.map(\.interval.second) == [1, 2, 3], "no second waits for b any more")
+        #expect(out.allSatisfy { $0.agents == 1 && $0.missingAgents == ["b"] })
+        #expect(m.isComplete)
+    }
+
     @Test func memoryStaysBoundedWhateverTheRunsLength() {
         // One agent of two never answers and the clock stands still: nothing is overdue, yet at most
         // maxPending seconds are kept, the oldest going out with the silent agent named.

@@ -10,7 +10,7 @@ import Testing
 /// The follower against stand-in agents on loopback (Python's http.server serving /state and
 /// /seconds?after=N&limit=K from files the test writes): their seconds merged as they come, a long
 /// backlog fetched page by page, an agent killed shown missing, an agent back on its port picked up
-/// where it left off, and the end once every agent is done.
+/// where it left off, and the end once every agent is done or the silent ones are given up on.
 @Suite(.serialized) struct AgentFollowerTests {
     static let start = 1_796_400_000.002
 
@@ -239,5 +239,45 @@ import Testing
         #expect(follower.poll(now: Self.start + 100))
         #expect(a.requests().filter { $0.hasPrefix("/seconds") } == ["/seconds?after=-1&limit=4"])
         #expect(got.withLock { $0 }.map(\.interval.second) == Array(0...29))
+    }
+
+    /// An agent killed for good never says it is done: once the others are, and it has been silent for
+    /// the give-up time, the merge ends without it, naming it missing in the seconds it did not send.
+    @Test func aSilentAgentIsGivenUpOnOnceTheOthersAreDone() throws {
+        let a = try FakeAgent(), b = try FakeAgent()
+        defer { a.kill(); b.kill() }
+        try a.write(seconds: 0...3, latency: 1_000)
+        try b.write(seconds: 0...1, latency: 1_000)
+        let got = Mutex<[LiveSecond]>([]), notes = Mutex<[String]>([])
+        let follower = try AgentFollower([a.address, b.address], wait: 30, giveUp: 5, timeoutMilliseconds: 2_000,
+                                         onSeconds: { s in got.withLock { $0 += s } }, onNote: { n in notes.withLock { $0.append(n) } })
+        #expect(!follower.poll(now: Self.start + 2))
+        #expect(got.withLock { $0 }.map(\.interval.second) == [0, 1])
+        b.kill()
+        try a.done()
+        #expect(!follower.poll(now: Self.start + 3), "b has just gone silent")
+        #expect(follower.status[0].done && follower.status[1].answering == false)
+        #expect(!follower.poll(now: Self.start + 7.9), "silent for less than 5 s")
+        #expect(follower.poll(now: Self.start + 8))
+        #expect(follower.status[1].gaveUp && !follower.status[0].gaveUp)
+        #expect(notes.withLock { $0 }.contains("agent \(b.address.name) has not answered for 5s and every other agent is done: "
+                                               + "giving up on it (named missing in the seconds it did not send)"), "\(notes.withLock { $0 })")
+        let all = got.withLock { $0 }
+        #expect(all.map(\.interval.second) == [0, 1, 2, 3])
+        #expect(all.suffix(2).allSatisfy { $0.agents == 1 && $0.missingAgents == [b.address.name] })
+    }
+
+    /// The decision alone: nothing is given up while no agent is done, or while one that is not done
+    /// still answers; once one is done, those silent for the give-up time are.
+    @Test func whenToGiveUp() throws {
+        var agents = try ["http://a:1", "http://b:2", "http://c:3"].map { AgentFollower.Agent(address: try AgentAddress($0)) }
+        agents[1].silentSince = 100
+        agents[2].silentSince = 104
+        #expect(AgentFollower.givingUp(agents, finished: [false, false, false], now: 10_000, after: 10) == [])
+        #expect(AgentFollower.givingUp(agents, finished: [true, false, false], now: 113.9, after: 10) == [], "c silent for 9.9 s")
+        #expect(AgentFollower.givingUp(agents, finished: [true, false, false], now: 114, after: 10) == [1, 2])
+        #expect(AgentFollower.givingUp(agents, finished: [true, true, false], now: 114, after: 10) == [2])
+        agents[2].silentSince = nil
+        #expect(AgentFollower.givingUp(agents, finished: [true, false, false], now: 10_000, after: 10) == [], "c answers: its run goes on")
     }
 }
