@@ -174,7 +174,7 @@ import Glibc
         }
         defer { for a in agents { a.kill() } }
         let dashboard = try Self.pushbench(["dashboard", "http://127.0.0.1:\(ports[0])", "http://127.0.0.1:\(ports[1])",
-                                   "--listen", "127.0.0.1:\(PipelineServiceTests.freePort())", "--wait", "3s", "--ndjson"],
+                                   "--listen", "127.0.0.1:\(PipelineServiceTests.freePort())", "--wait", "3s", "--give-up", "2s", "--ndjson"],
                                   in: dir, name: "dashboard")
         defer { dashboard.kill() }
         let name = "127.0.0.1:\(ports[1])"
@@ -194,7 +194,12 @@ import Glibc
         #expect(live.values.filter { $0.interval.second < firstMissing }.allSatisfy { $0.agents == 2 && $0.missingAgents == [] })
         #expect(dashboard.stderr.contains("pushbench dashboard: agent \(name) does not answer: "), "\(dashboard.stderr)")
         #expect(dashboard.stderr.contains("; missing: \(name)"), "the line of a second names it")
-        // It never said it is done: the dashboard keeps following (a stop signal ends it).
-        #expect(dashboard.process.isRunning)
+        // It never said it is done: once agent 0 is done and agent 1 has been silent for --give-up, the
+        // dashboard ends without it, naming it.
+        #expect(dashboard.wait(20) && dashboard.process.terminationStatus == 0, "\(dashboard.stderr)")
+        #expect(dashboard.stderr.contains("pushbench dashboard: agent \(name) has not answered for 2s and every other agent is done: giving up on it"),
+                "\(dashboard.stderr)")
+        #expect(dashboard.stderr.contains(" merged seconds, 1 of 2 agents done; not answering: \(name); ended without: \(name); seconds missing: \(name) "),
+                "\(dashboard.stderr)")
     }
 }

@@ -11,6 +11,8 @@ struct DashboardCommandOptions: Equatable, Sendable {
     var linger = 0.0
     /// `--wait`, seconds.
     var wait = 3.0
+    /// `--give-up`, seconds.
+    var giveUp = 10.0
     /// `--ndjson`.
     var ndjson = false
     /// `--quiet`.
@@ -28,8 +30,8 @@ struct DashboardCommand: PushbenchCommand {
     static let name = "dashboard"
     static let abstract = "follow the agents of a distributed run live and serve them as one dashboard"
     static let usage = """
-    USAGE: pushbench dashboard URL... [--listen [HOST:]PORT] [--wait T] [--dashboard-viewers N]
-                               [--dashboard-linger T] [--ndjson] [--quiet]
+    USAGE: pushbench dashboard URL... [--listen [HOST:]PORT] [--wait T] [--give-up T]
+                               [--dashboard-viewers N] [--dashboard-linger T] [--ndjson] [--quiet]
 
     Follows each agent's dashboard endpoint (URL is http://HOST:PORT of an agent started with
     --dashboard; the agents of one run share --start-at) and serves one dashboard for the whole run at
@@ -38,10 +40,11 @@ struct DashboardCommand: PushbenchCommand {
     and histograms added bucket by bucket, so the p99 shown is the p99 of every request of that second,
     not an average of the agents'. A second waits --wait for an agent that has not sent it, then is shown
     without it, the agent named missing. An agent that does not answer is asked again each time and
-    picks up where it left off. Ends when every agent said it is done (then serves the final page for
-    --dashboard-linger), or on SIGINT/SIGTERM.
+    picks up where it left off. Ends when every agent said it is done, or when some did and every other
+    has not answered for --give-up (those are named: it ends without them), then serves the final page
+    for --dashboard-linger; or on SIGINT/SIGTERM.
     """
-    static let footer: String? = "EXIT STATUS: 0 every agent finished, or stopped by a signal; 1 a failure (the message says which); 2 bad input."
+    static let footer: String? = "EXIT STATUS: 0 every agent finished (or was given up on), or stopped by a signal; 1 a failure (the message says which); 2 bad input."
 
     static var options: OptionTable<DashboardCommandOptions> {
         OptionTable([
@@ -57,6 +60,13 @@ struct DashboardCommand: PushbenchCommand {
                 text, name throws(UsageError) in
                 let t = try ValueParser.duration(text, option: name)
                 guard t > 0, t <= 600 else { throw UsageError("\(name): '\(text)' is out of range (above 0s, at most 10m)") }
+                return t
+            },
+            .value("--give-up", "T", \.giveUp, default: "10s",
+                   help: "once some agents are done, how long every other may go unanswered before the dashboard ends without it (named on stderr and in the final figures)") {
+                text, name throws(UsageError) in
+                let t = try ValueParser.duration(text, option: name)
+                guard t > 0, t <= 86_400 else { throw UsageError("\(name): '\(text)' is out of range (above 0s, at most 24h)") }
                 return t
             },
             .value("--dashboard-viewers", "N", \.viewers, default: "8", help: "browsers (event streams) the dashboard serves at once; one more is refused with 503") {

@@ -8,8 +8,9 @@ import Glibc
 
 /// What `pushbench dashboard` does: follows the agents (``AgentFollower``) and serves their merged
 /// seconds with the run's page and endpoints (``RunDashboard``: `/`, `/events`, `/seconds`, `/state`),
-/// shows each on stderr (and stdout with `--ndjson`), and ends when every agent is done or on a stop
-/// signal, with the final figures of what was merged.
+/// shows each on stderr (and stdout with `--ndjson`), and ends when every agent is done (or, once some
+/// are, the others have been silent for `--give-up`) or on a stop signal, with the final figures of what
+/// was merged.
 struct DashboardExecution {
     let agents: [AgentAddress]
     let options: DashboardCommandOptions
@@ -33,7 +34,7 @@ struct DashboardExecution {
         let handed = Mutex<[LiveSecond]>([]), notes = Mutex<[String]>([])
         let follower: AgentFollower
         do {
-            follower = try AgentFollower(agents, wait: options.wait, onSeconds: { s in handed.withLock { $0 += s } },
+            follower = try AgentFollower(agents, wait: options.wait, giveUp: options.giveUp, onSeconds: { s in handed.withLock { $0 += s } },
                                          onNote: { n in notes.withLock { $0.append(n) } })
         } catch {
             printError("pushbench dashboard: cannot start following the agents: \(error.message)")
@@ -57,7 +58,7 @@ struct DashboardExecution {
             }
         }
         follower.start()
-        // Until every agent is done or a signal; bounded by them, as a server is.
+        // Until every agent is done (or given up on) or a signal; bounded by them, as a server is.
         var ticks = 0
         while !interruptRequested.load(ordering: .relaxed) && !follower.isComplete {
             usleep(100_000)
@@ -73,7 +74,7 @@ struct DashboardExecution {
         let interrupted = interruptRequested.load(ordering: .relaxed)
         let status = follower.status, late = follower.lateSeconds
         dashboard.publish(liveJSON: totals.liveJSON(now: Date().timeIntervalSince1970, answering: status.map(\.answering), done: true))
-        dashboard.finish(summaryJSON: totals.finalJSON(label: label, late: late, interrupted: interrupted))
+        dashboard.finish(summaryJSON: totals.finalJSON(label: label, late: late, gaveUp: status.map(\.gaveUp), interrupted: interrupted))
         printError("pushbench dashboard: " + Self.summary(totals: totals, status: status, late: late, interrupted: interrupted))
         if follower.isComplete, options.linger > 0, !interrupted {
             printError("pushbench dashboard: the dashboard keeps serving the final page for \(RunExecution.shortDuration(options.linger)) (Ctrl-C ends it)")
@@ -82,12 +83,14 @@ struct DashboardExecution {
         return 0
     }
 
-    /// The end line: what was merged, which agents finished, and what did not come.
+    /// The end line: what was merged, which agents finished, which were given up on, and what did not come.
     static func summary(totals: MergedRunTotals, status: [AgentFollower.Agent], late: [Int], interrupted: Bool) -> String {
         let count = status.count, done = status.filter(\.done).count
         var text = "\(totals.seconds) merged second\(totals.seconds == 1 ? "" : "s"), \(done) of \(count) agents done"
         let silent = status.filter { $0.answering != true }.map(\.address.name)
         if !silent.isEmpty { text += "; not answering: " + silent.joined(separator: ", ") }
+        let gaveUp = status.filter(\.gaveUp).map(\.address.name)
+        if !gaveUp.isEmpty { text += "; ended without: " + gaveUp.joined(separator: ", ") }
         let missing = totals.agents.compactMap { name in totals.missing[name].map { "\(name) \($0)" } }
         if !missing.isEmpty { text += "; seconds missing: " + missing.joined(separator: ", ") }
         let lateNames = zip(status, late).filter { $0.1 > 0 }.map { "\($0.0.address.name) \($0.1)" }
@@ -117,7 +120,7 @@ struct DashboardExecution {
     private static func ms(_ us: Int64) -> String { String(format: "%.2f", Double(us) / 1000) }
 
     /// A duration as the options write it (`3s`, `500ms`).
-    private static func seconds(_ t: Double) -> String {
+    static func seconds(_ t: Double) -> String {
         t < 1 || t != t.rounded() ? "\(Int((t * 1000).rounded()))ms" : "\(Int(t))s"
     }
 }

@@ -65,14 +65,17 @@ struct MergedRunTotals {
     }
 
     /// The `final` event: the merged run's figures in summary.json's shape, as far as the seconds tell
-    /// them (the merged run folder `pushbench merge` makes afterwards has the rest), and per agent the
-    /// seconds it was missing from and those that came too late to merge.
-    func finalJSON(label: String, late: [Int], interrupted: Bool) -> String {
+    /// them (the merged run folder `pushbench merge` makes afterwards has the rest), per agent the seconds
+    /// it was missing from and those that came too late to merge, and the agents given up on
+    /// (`gaveUp[k]`: silent past `--give-up` while the others were done) as `silent_agents`.
+    func finalJSON(label: String, late: [Int], gaveUp: [Bool], interrupted: Bool) -> String {
         JSONWriter.text { w in
             w.object { o in
                 o.member("label", label)
                 o.member("interrupted", interrupted)
                 o.member("seconds", Int64(seconds))
+                o.key("silent_agents")
+                o.array { a in for (k, name) in agents.enumerated() where k < gaveUp.count && gaveUp[k] { a.value(name) } }
                 o.member("requests") { r in
                     r.member("sent", counts.sent)
                     r.member("completed", counts.completed)
@@ -98,6 +101,7 @@ struct MergedRunTotals {
                         a.member(name) { m in
                             m.member("missing_seconds", Int64(missing[name] ?? 0))
                             m.member("late_seconds", Int64(k < late.count ? late[k] : 0))
+                            m.member("gave_up", k < gaveUp.count && gaveUp[k])
                         }
                     }
                 }

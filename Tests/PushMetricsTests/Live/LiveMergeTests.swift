@@ -30,9 +30,35 @@ import Testing
         #expect(out.count == 1)
         #expect(out.first?.interval.second == 3)
         #expect(out.first?.interval.completed == 3)
-        #expect(out.first?.startUnix == Self.start, "merged seconds count from the first start seen")
+        #expect(out.first?.startUnix == Self.start, "merged seconds count from the earliest start")
         #expect(out.first?.agents == 3 && out.first?.missingAgents == [])
         #expect(m.mergedIndex(of: Self.second(0, start: Self.start - 2.4, latencies: [])) == -2)
+    }
+
+    @Test func anAgentThatStartedEarlierThanTheFirstSeenMovesTheCountOntoItsStart() {
+        // b started 0.7 s before a but is seen after a, and after a take that gave nothing out: the count
+        // starts at b's start, as `pushbench merge` shifts run folders from the earliest start (a's
+        // seconds one later, round(0.7) = 1), and none of b's seconds is late.
+        var m = LiveMerge(agents: ["a", "b"], wait: 3)
+        let early = Self.start - 0.7
+        m.add(Self.second(0, latencies: [100]), from: 0)
+        m.add(Self.second(1, latencies: [100]), from: 0)
+        let awaiting = m.take(now: Self.start + 1.5)
+        #expect(awaiting.isEmpty, "b is awaited")
+        let added = (0...2).map { n in m.add(Self.second(n, start: early, latencies: [200]), from: 1) }
+        #expect(added == [true, true, true], "none of b's seconds is late")
+        #expect(m.startUnix == early && m.lateSeconds == [0, 0])
+        let out = m.take(now: Self.start + 1.5)
+        #expect(out.map(\.interval.second) == [0, 1, 2])
+        #expect(out.allSatisfy { $0.startUnix == early && $0.missingAgents == [] })
+        // Merged second 0 is b's alone (a had not started: not expected, not missing); then a's 0 with b's 1.
+        #expect(out.map(\.agents) == [1, 2, 2] && out.map(\.interval.completed) == [1, 2, 2])
+        #expect(out.first?.interval.latency.decode().max ?? 0 >= 199)
+        // Once a second went out the count stays: a start seen later, earlier still, is shifted onto it
+        // (its second 3 lands on 2, gone out already: late).
+        let stays = m.add(Self.second(3, start: early - 1.2, latencies: [300]), from: 1)
+        #expect(!stays)
+        #expect(m.startUnix == early && m.lateSeconds == [0, 1])
     }
 
     @Test func theMergedP99IsTheWholeRunsNotAnAverage() {
@@ -123,6 +149,21 @@ import Testing
         #expect(out.map(\.interval.second) == [0, 1, 2, 3, 4, 5])
         #expect(out.last?.agents == 1 && out.last?.missingAgents == [], "a said it is done: not missing")
         m.finish(agent: 1)
+        #expect(m.isComplete)
+    }
+
+    @Test func anAgentGivenUpOnIsNotWaitedForAndNamedMissingInWhatItDidNotSend() {
+        var m = LiveMerge(agents: ["a", "b"], wait: 3)
+        for s in 0...3 { m.add(Self.second(s, latencies: [100]), from: 0) }
+        m.add(Self.second(0, latencies: [100]), from: 1)
+        m.finish(agent: 0)
+        let first = m.take(now: Self.start + 2)
+        #expect(first.map(\.interval.second) == [0], "second 1 waits for b")
+        #expect(!m.isComplete, "b never said it is done")
+        m.giveUp(agent: 1)
+        let out = m.take(now: Self.start + 2)
+        #expect(out.map(\.interval.second) == [1, 2, 3], "no second waits for b any more")
+        #expect(out.allSatisfy { $0.agents == 1 && $0.missingAgents == ["b"] })
         #expect(m.isComplete)
     }
 

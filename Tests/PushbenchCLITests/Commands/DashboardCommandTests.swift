@@ -14,13 +14,15 @@ import Testing
 
     @Test func agentsAndOptionsAreRead() throws {
         let c = try Self.parse(["http://10.0.0.5:8088", "http://pb-agents-1.pb-agents.bench.svc:8088/", "http://[::1]:9000",
-                                "--listen", "0.0.0.0:9090", "--wait", "5s", "--dashboard-viewers", "3", "--dashboard-linger", "1m"])
+                                "--listen", "0.0.0.0:9090", "--wait", "5s", "--dashboard-viewers", "3", "--dashboard-linger", "1m",
+                                "--give-up", "90s"])
         #expect(c.agents.map(\.name) == ["10.0.0.5:8088", "pb-agents-1.pb-agents.bench.svc:8088", "[::1]:9000"])
         #expect(c.agents[2].host == "::1" && c.agents[2].port == 9000)
         #expect(c.options.listen == DashboardCommandOptions.ListenAddress(host: "0.0.0.0", port: 9090))
-        #expect(c.options.wait == 5 && c.options.viewers == 3 && c.options.linger == 60)
+        #expect(c.options.wait == 5 && c.options.viewers == 3 && c.options.linger == 60 && c.options.giveUp == 90)
         let defaults = try Self.parse(["http://127.0.0.1:8088"])
         #expect(defaults.options == DashboardCommandOptions())
+        #expect(defaults.options.giveUp == 10, "a silent agent is given up on 10 s after the others are done")
         #expect(defaults.options.listen == DashboardCommandOptions.ListenAddress(host: "127.0.0.1", port: 8088))
         #expect(try Self.parse(["http://127.0.0.1:1", "--listen", "9000"]).options.listen.port == 9000, "a port alone is loopback's")
     }
@@ -41,6 +43,8 @@ import Testing
         (["http://a:1", "--listen", "nowhere"], "--listen: 'nowhere' is not HOST:PORT (e.g. 127.0.0.1:8080, localhost:0, :8080)"),
         (["http://a:1", "--wait", "0s"], "--wait: '0s' is out of range (above 0s, at most 10m)"),
         (["http://a:1", "--dashboard-viewers", "0"], "--dashboard-viewers: 0 is out of range (1...1000)"),
+        (["http://a:1", "--give-up", "0s"], "--give-up: '0s' is out of range (above 0s, at most 24h)"),
+        (["http://a:1", "--give-up", "25h"], "--give-up: '25h' is out of range (above 0s, at most 24h)"),
     ])
     func badInputIsOneLineNamingIt(_ c: ([String], String)) {
         #expect(Self.refusal(c.0) == c.1)

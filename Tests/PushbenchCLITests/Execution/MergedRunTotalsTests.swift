@@ -24,7 +24,7 @@ import Testing
         t.add(Self.second(1, second, missing: ["b:2"], errors: ["Unregistered": 4]))
         let whole = HdrHistogram.latencyMicroseconds()
         for v in first + second { whole.record(v) }
-        let f = try JSONValue.parse(t.finalJSON(label: "2 agents", late: [0, 3], interrupted: false))
+        let f = try JSONValue.parse(t.finalJSON(label: "2 agents", late: [0, 3], gaveUp: [false, true], interrupted: false))
         #expect(f["seconds"]?.integer == 2)
         #expect(f["requests"]?["sent"]?.integer == 2_000 && f["requests"]?["failed"]?.integer == 4)
         #expect(f["requests"]?["by_reason"]?["Unregistered"]?.integer == 4)
@@ -33,6 +33,9 @@ import Testing
         #expect(f["throughput"]?["achieved_rps"]?.number == 1_000)
         #expect(f["agents"]?["b:2"]?["missing_seconds"]?.integer == 1 && f["agents"]?["b:2"]?["late_seconds"]?.integer == 3)
         #expect(f["agents"]?["a:1"]?["missing_seconds"]?.integer == 0)
+        // b:2 stopped answering and was given up on: the final figures name it.
+        #expect(f["silent_agents"]?.array?.compactMap(\.string) == ["b:2"])
+        #expect(f["agents"]?["b:2"]?["gave_up"] == .bool(true) && f["agents"]?["a:1"]?["gave_up"] == .bool(false))
     }
 
     @Test func theStatusLineSaysWhoAnswers() throws {
