@@ -9,25 +9,11 @@ binary, rate, rounds, duration, rate_percent = sys.argv[1], sys.argv[2], int(sys
 VIEWERS = 5
 
 
-def viewer(port, stop, counts, i):
-    """Reads /events until the stream ends or `stop` is set, counting the `second` events."""
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=5)
-        s.sendall(b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
-        s.settimeout(0.5)
-        tail = b""
-        while not stop.is_set():
-            try:
-                data = s.recv(65536)
-            except socket.timeout:
-                continue
-            if not data:
-                break
-            counts[i] += (tail + data).count(b"event: second\n")
-            tail = data[-16:]
-        s.close()
-    except OSError as e:
-        print("viewer %d: %s" % (i, e), file=sys.stderr)
+def viewer(port, path):
+    """A viewer as light as a browser tab on another machine would be here: curl reading /events into a
+    file (counted afterwards), so the harness's own CPU stays out of the run's figures."""
+    return subprocess.Popen(["curl", "-sN", "--max-time", "600", "http://127.0.0.1:%d/events" % port],
+                            stdout=open(path, "wb"), stderr=subprocess.DEVNULL)
 
 
 def run(with_viewers, out):
@@ -36,7 +22,7 @@ def run(with_viewers, out):
         args += ["--dashboard", "127.0.0.1:0"]
     limit = float(re.sub(r"[^0-9.]", "", duration) or 10) * (60 if duration.endswith("m") else 1) + 60
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stop, counts, threads = threading.Event(), [0] * VIEWERS, []
+    viewers = []
     if with_viewers:
         port = None
         deadline = time.time() + 30
@@ -52,23 +38,27 @@ def run(with_viewers, out):
             p.kill()
             sys.exit("no dashboard address from pushbench: %s" % line)
         for i in range(VIEWERS):
-            t = threading.Thread(target=viewer, args=(port, stop, counts, i), daemon=True)
-            t.start()
-            threads.append(t)
+            viewers.append(viewer(port, "%s/viewer-%d.txt" % (out, i)))
     try:
         out_text, err_text = p.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         p.kill()
         sys.exit("a run took longer than %d s" % limit)
-    stop.set()
-    for t in threads:
-        t.join(5)
+    counts = []
+    for i, v in enumerate(viewers):
+        try:
+            v.wait(5)
+        except subprocess.TimeoutExpired:
+            v.kill()
+            v.wait()
+        with open("%s/viewer-%d.txt" % (out, i), "rb") as f:
+            counts.append(f.read().count(b"event: second\n"))
     if p.returncode != 0:
         sys.exit("pushbench exited %d: %s" % (p.returncode, err_text.strip()[-500:]))
     s = json.loads(out_text)
     machine = s.get("machine") or {}
     return {"rps": s["throughput"]["achieved_rps"], "p99_us": s["latency_us"]["p99"],
-            "load": machine.get("load_average_1m_at_start"), "steal_ms": machine.get("steal_ms"), "seconds_seen": min(counts) if threads else None}
+            "load": machine.get("load_average_1m_at_start"), "steal_ms": machine.get("steal_ms"), "seconds_seen": min(counts) if viewers else None}
 
 
 results = {True: [], False: []}
