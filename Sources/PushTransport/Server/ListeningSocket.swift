@@ -1,3 +1,4 @@
+import CUV
 #if canImport(Glibc)
 import Glibc
 #endif
