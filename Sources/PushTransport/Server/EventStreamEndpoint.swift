@@ -131,28 +131,9 @@ public final class EventStreamEndpoint: Sendable {
         let (fd, actual) = try ListeningSocket.open(host: host, port: port, backlog: 64)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         let endpoint = EventStreamEndpoint(socket: fd, port: actual, limits: limits)
-        let box = Unmanaged.passRetained(Context(endpoint: endpoint, handler: handler)).toOpaque()
-        var t = pthread_t()
-        guard pthread_create(&t, nil, { raw in
-            let context = Unmanaged<Context>.fromOpaque(raw!).takeRetainedValue()
-            context.endpoint.serve(context.handler)
-            return nil
-        }, box) == 0 else {
-            Unmanaged<Context>.fromOpaque(box).release()
-            close(fd)
-            throw ScrapeEndpoint.Failure(description: "listen \(ListeningSocket.shown(host: host, port: port)): cannot create its thread")
-        }
+        let t = try ListeningSocket.startThread(serving: fd, host: host, port: port) { endpoint.serve(handler) }
         endpoint.thread.withLock { $0 = t }
         return endpoint
-    }
-
-    private final class Context {
-        let endpoint: EventStreamEndpoint
-        let handler: Handler
-        init(endpoint: EventStreamEndpoint, handler: @escaping Handler) {
-            self.endpoint = endpoint
-            self.handler = handler
-        }
     }
 
     /// Sends `event` to every viewer (within the endpoint's next poll, a few tens of ms) and keeps it as

@@ -56,31 +56,11 @@ public final class ScrapeEndpoint: Sendable {
     /// on a thread of its own: nil from the handler is 404. GET and HEAD only (else 405).
     public static func start(host: String, port: Int,
                              handler: @escaping @Sendable (_ path: String) -> Response?) throws(Failure) -> ScrapeEndpoint {
-        let shown = ListeningSocket.shown(host: host, port: port)
         let (fd, actual) = try ListeningSocket.open(host: host, port: port)
         let endpoint = ScrapeEndpoint(socket: fd, port: actual)
-        let box = Unmanaged.passRetained(Context(endpoint: endpoint, handler: handler)).toOpaque()
-        var t = pthread_t()
-        guard pthread_create(&t, nil, { raw in
-            let context = Unmanaged<Context>.fromOpaque(raw!).takeRetainedValue()
-            context.endpoint.serve(context.handler)
-            return nil
-        }, box) == 0 else {
-            Unmanaged<Context>.fromOpaque(box).release()
-            close(fd)
-            throw Failure(description: "listen \(shown): cannot create its thread")
-        }
+        let t = try ListeningSocket.startThread(serving: fd, host: host, port: port) { endpoint.serve(handler) }
         endpoint.thread.withLock { $0 = t }
         return endpoint
-    }
-
-    private final class Context {
-        let endpoint: ScrapeEndpoint
-        let handler: @Sendable (String) -> Response?
-        init(endpoint: ScrapeEndpoint, handler: @escaping @Sendable (String) -> Response?) {
-            self.endpoint = endpoint
-            self.handler = handler
-        }
     }
 
     /// Stops serving and closes the socket (waits for the request being answered, if any). Idempotent.
