@@ -35,14 +35,8 @@ struct PipelineExecution {
 
     /// The request file, its body template and the device tokens, or exit 2 naming the file and line.
     func loadInputs() throws(Failure) -> (RequestFile, PayloadTemplate, DeviceTokens) {
-        let tokens: DeviceTokens
-        switch options.tokens {
-        case .synthetic(let n):
-            tokens = DeviceTokens(synthetic: n, seed: options.seed)
-        case .file(let path):
-            do { tokens = try DeviceTokens(path: path, kind: .fcm) } catch { throw Failure(status: 2, message: error.description) }
-            guard tokens.count > 0 else { throw Failure(status: 2, message: "\(path): no device tokens in the file") }
-        }
+        // A pipeline's tokens may be APNs or FCM ones: read as FCM's, whose alphabet takes both.
+        let tokens = try run.loadTokens(kind: .fcm)
         do throws(TemplateError) {
             let request = try RequestFile(path: options.pipeline.requestFile!)
             let template = try request.template(options: TemplateOptions(limit: nil, maxTokenLength: max(64, tokens.maxLength)))!

@@ -75,19 +75,25 @@ struct RunExecution {
         }
     }
 
+    /// `--tokens`: synthetic ones, or a file read as tokens of `kind`; exit 2 naming the file when it
+    /// cannot be read or holds none.
+    func loadTokens(kind: DeviceTokens.Kind) throws(Failure) -> DeviceTokens {
+        switch options.tokens {
+        case .synthetic(let n):
+            return DeviceTokens(synthetic: n, seed: options.seed)
+        case .file(let path):
+            let tokens: DeviceTokens
+            do { tokens = try DeviceTokens(path: path, kind: kind) } catch { throw Failure(status: 2, message: error.description) }
+            guard tokens.count > 0 else { throw Failure(status: 2, message: "\(path): no device tokens in the file") }
+            return tokens
+        }
+    }
+
     /// The payload template, the tokens and the size limit, or exit 2 naming the file, line and reason.
     /// A template whose output can exceed the push type's size limit is refused here, before any
     /// traffic, unless `--send-oversize` asks to send such payloads (to load-test the gateway's 413).
     func loadInputs() throws(Failure) -> (PayloadTemplate, DeviceTokens, Int) {
-        let tokens: DeviceTokens
-        switch options.tokens {
-        case .synthetic(let n):
-            tokens = DeviceTokens(synthetic: n, seed: options.seed)
-        case .file(let path):
-            let kind: DeviceTokens.Kind = options.pushProtocol == .fcm ? .fcm : .apns
-            do { tokens = try DeviceTokens(path: path, kind: kind) } catch { throw Failure(status: 2, message: error.description) }
-            guard tokens.count > 0 else { throw Failure(status: 2, message: "\(path): no device tokens in the file") }
-        }
+        let tokens = try loadTokens(kind: options.pushProtocol == .fcm ? .fcm : .apns)
         let limit = PayloadLimits.limit(for: options.pushProtocol, pushType: options.pushType)
         do throws(TemplateError) {
             let template = try PayloadTemplate.forRun(path: options.payloadFile, protocol: options.pushProtocol,
