@@ -29,6 +29,9 @@ static inline int pb_loop_measure_idle_time(uv_loop_t *l) { return uv_loop_confi
 // prctl is variadic and pthread_setname_np needs _GNU_SOURCE: neither reaches Swift's Glibc module.
 static inline int pb_set_thread_name(const char *name) { return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 static inline int pb_get_thread_name(char out[16]) { return prctl(PR_GET_NAME, (unsigned long)out, 0, 0, 0); }
+// syscall is variadic: the calling thread's kernel id, as /proc/self/task names it.
+#include <sys/syscall.h>
+static inline int pb_gettid(void) { return (int)syscall(SYS_gettid); }
 
 // accept4 needs _GNU_SOURCE, which Swift's Glibc module is built without: declared here when the
 // headers left it out, so an accepted socket is close-on-exec from its first instant.

@@ -247,6 +247,7 @@ final class DriverThread<Pool: DriverPool> {
         stats.cpuUser = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         stats.cpuSystem = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         stats.involuntarySwitches = Int(usage.ru_nivcsw)
+        stats.cpuWaitNanoseconds = currentThreadCPUWaitNanoseconds()
         stats.connections = pool.finalStats
         stats.pruned = pool.pruned
         stats.providerTokenRefreshes = pool.providerTokenRefreshes

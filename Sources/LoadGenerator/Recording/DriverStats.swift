@@ -96,6 +96,9 @@ public struct DriverStats: Sendable, Equatable {
     public var cpuUser = 0.0, cpuSystem = 0.0
     /// Times the scheduler preempted a driver thread.
     public var involuntarySwitches = 0
+    /// Nanoseconds the driver threads were runnable but waited for a CPU, or nil where the kernel does not
+    /// keep it.
+    public var cpuWaitNanoseconds: UInt64?
     /// Deepest backlog (due requests waiting for a stream).
     public var maxBacklog = 0
     /// Times a due request found no free stream.
@@ -119,6 +122,7 @@ public struct DriverStats: Sendable, Equatable {
         cpuUser += other.cpuUser
         cpuSystem += other.cpuSystem
         involuntarySwitches += other.involuntarySwitches
+        if let w = other.cpuWaitNanoseconds { cpuWaitNanoseconds = (cpuWaitNanoseconds ?? 0) + w }
         maxBacklog = max(maxBacklog, other.maxBacklog)
         blocked += other.blocked
         maxInFlight = concurrent ? maxInFlight + other.maxInFlight : max(maxInFlight, other.maxInFlight)

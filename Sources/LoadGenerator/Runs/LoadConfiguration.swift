@@ -115,6 +115,9 @@ public struct LoadConfiguration: Sendable {
     /// Count each driver loop's idle time, so the live counters say how busy the sending threads are
     /// (the dashboard's busy share); off by default, as it reads the clock around each wait for events.
     public var measuresBusy = false
+    /// Whether the driver threads run real-time (`SCHED_FIFO`, `--realtime`): no ordinary thread preempts
+    /// them. The caller checks first that the process may (``PushTransport/realtimePriorityRefusal()``).
+    public var realtime = false
     /// TLS to the target (trust, client certificate, ALPN offer); nil speaks h2c with prior knowledge.
     public var tls: TLSClientContext?
     /// The name the target's certificate must match, sent as SNI when it is a DNS name (default:

@@ -107,6 +107,9 @@ public enum LoadRun {
             let thread = Thread {
                 nameCurrentThread("pb-driver-\(i)")
                 do {
+                    if config.realtime, let refusal = moveCurrentThreadToRealtimePriority() {
+                        throw LoadRunError(description: "cannot run real-time (SCHED_FIFO): \(refusal)", unreachable: false)
+                    }
                     switch config.pushProtocol {
                     case _ where config.frontDoor != nil && config.http1:
                         try DriverThread<HTTP1ConnectionPool>(config: config, index: i, shared: shared).run()

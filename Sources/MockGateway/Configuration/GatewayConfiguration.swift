@@ -19,6 +19,9 @@ public struct GatewayConfiguration: Equatable, Sendable {
     public var port = 8080
     /// Event loops sharing the port (`--threads`).
     public var threads = 1
+    /// Whether the loop threads run real-time (`SCHED_FIFO`; a load run's `--realtime` sets it for the
+    /// gateway it embeds).
+    public var realtime = false
     /// Seed of every random behaviour (`--seed`); each loop uses its own stream derived from it.
     public var seed: UInt64 = 1
     /// Seed of the generated apns-ids and FCM message ids: `--seed` when it was given; nil makes them

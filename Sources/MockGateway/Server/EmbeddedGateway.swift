@@ -1,3 +1,5 @@
+import PushTransport
+
 /// The gateway could not start (the address is taken, a thread could not be created, …).
 public struct GatewayStartError: Error, CustomStringConvertible {
     /// What failed, e.g. `listen 127.0.0.1:8080: address already in use`.
@@ -54,6 +56,17 @@ public final class EmbeddedGateway: Sendable {
 
     /// The numbers `GET /stats` answers, summed over every event loop.
     public func stats() -> GatewayStats { server.stats() }
+
+    /// How long the loop threads have waited for a CPU since they started, summed, in ns (see
+    /// `currentThreadCPUWaitNanoseconds()`), or nil where the kernel does not keep it.
+    public func cpuWaitNanoseconds() -> UInt64? {
+        var sum: UInt64 = 0
+        for tid in server.threadIDs {
+            guard let w = threadCPUWaitNanoseconds(tid: tid) else { return nil }
+            sum += w
+        }
+        return sum
+    }
 
     /// ``stats()`` as the JSON `GET /stats` answers.
     func statsJSON() -> String { server.stats().json }

@@ -14,6 +14,8 @@ final class GatewayServer: Sendable {
     let connectionCap: ConnectionCap
     private let counters: [GatewayCounters]
     private let loops: [EventLoopHandle]
+    /// The loop threads' kernel ids (for their CPU wait).
+    let threadIDs: [Int32]
     private let threads: Mutex<[pthread_t]>
     private let finalStats = Mutex<GatewayStats?>(nil)
     /// TLS in force (nil: h2c).
@@ -23,7 +25,7 @@ final class GatewayServer: Sendable {
 
     private init(host: String, port: Int, tls: GatewayTLSSetup?, mailbox: CorrelationMailbox?, connectionCap: ConnectionCap,
                  counters: [GatewayCounters],
-                 loops: [EventLoopHandle], threads: [pthread_t]) {
+                 loops: [EventLoopHandle], threadIDs: [Int32], threads: [pthread_t]) {
         self.host = host
         self.port = port
         self.tls = tls
@@ -31,13 +33,16 @@ final class GatewayServer: Sendable {
         self.connectionCap = connectionCap
         self.counters = counters
         self.loops = loops
+        self.threadIDs = threadIDs
         self.threads = Mutex(threads)
     }
 
     /// What a loop thread reports once it listens (or failed to).
     final class Startup: Sendable {
         let semaphore = DispatchSemaphore(value: 0)
-        let result = Mutex<(port: Int, handle: EventLoopHandle?, error: String?)>((0, nil, nil))
+        let result = Mutex<(port: Int, handle: EventLoopHandle?, error: String?, tid: Int32)>((0, nil, nil, 0))
+        /// Why the thread could not take the scheduling asked for (nothing listens then).
+        let refused = Mutex<String?>(nil)
     }
 
     /// Starts every loop; `log` receives the lines worth a log (connections refused before a session,
@@ -54,6 +59,7 @@ final class GatewayServer: Sendable {
         var port = configuration.port
         var handles: [EventLoopHandle] = []
         var threads: [pthread_t] = []
+        var threadIDs: [Int32] = []
         for index in 0..<configuration.threads {
             let startup = Startup()
             let listenPort = port
@@ -70,16 +76,22 @@ final class GatewayServer: Sendable {
                 throw GatewayStartError("cannot create an event-loop thread")
             }
             threads.append(thread)
+            if let refused = startup.refused.withLock({ $0 }) {
+                pthread_join(thread, nil)
+                stopAll(handles, threads.dropLast())
+                throw GatewayStartError("gateway loop thread \(index): \(refused)")
+            }
             if let error = result.error {
                 pthread_join(thread, nil)
                 stopAll(handles, threads.dropLast())
                 throw GatewayStartError("listen \(configuration.host):\(listenPort): \(error)", cannotListen: true)
             }
             handles.append(result.handle!)
+            threadIDs.append(result.tid)
             port = result.port
         }
         return GatewayServer(host: configuration.host, port: port, tls: tls, mailbox: configuration.mailbox, connectionCap: cap, counters: counters, loops: handles,
-                             threads: threads)
+                             threadIDs: threadIDs, threads: threads)
     }
 
     /// `configuration` with a mailbox for `--correlate-prefix` when it has none yet (the gateway command
@@ -148,6 +160,12 @@ private func runLoop(configuration: GatewayConfiguration, index: Int, port: Int,
                      own: GatewayCounters, clock: GatewayClock, cap: ConnectionCap, startup: GatewayServer.Startup,
                      onSignal: (@Sendable () -> Void)?, tls: TLSServerContext?, log: (@Sendable (String) -> Void)?) {
     nameCurrentThread("pb-gateway-\(index)")
+    startup.result.withLock { $0.tid = currentThreadID() }
+    if configuration.realtime, let refusal = moveCurrentThreadToRealtimePriority() {
+        startup.refused.withLock { $0 = "cannot run real-time (SCHED_FIFO): \(refusal)" }
+        startup.semaphore.signal()
+        return
+    }
     let loop: EventLoop
     do { loop = try EventLoop() } catch {
         startup.result.withLock { $0.error = "\(error)" }

@@ -224,13 +224,24 @@ public struct MachineNoise: Sendable, Equatable {
     public var stealSeconds: Double?
     /// Involuntary context switches of the driver threads.
     var driverInvoluntarySwitches: Int
+    /// Seconds the driver threads were runnable but waited for a CPU that other threads held (their own
+    /// process's or any other's), summed; nil where the kernel does not keep it.
+    public var driverCPUWaitSeconds: Double?
+    /// The same for the embedded gateway's loop threads; nil with `--target` (another process's threads).
+    public var gatewayCPUWaitSeconds: Double?
+    /// Whether the driver and embedded gateway threads ran real-time (`--realtime`).
+    public var realtime: Bool
 
     /// The figures.
-    public init(cpus: Int, loadAverageAtStart: Double?, stealSeconds: Double?, driverInvoluntarySwitches: Int) {
+    public init(cpus: Int, loadAverageAtStart: Double?, stealSeconds: Double?, driverInvoluntarySwitches: Int,
+                driverCPUWaitSeconds: Double? = nil, gatewayCPUWaitSeconds: Double? = nil, realtime: Bool = false) {
         self.cpus = cpus
         self.loadAverageAtStart = loadAverageAtStart
         self.stealSeconds = stealSeconds
         self.driverInvoluntarySwitches = driverInvoluntarySwitches
+        self.driverCPUWaitSeconds = driverCPUWaitSeconds
+        self.gatewayCPUWaitSeconds = gatewayCPUWaitSeconds
+        self.realtime = realtime
     }
 
     var json: JSONValue {
@@ -239,6 +250,9 @@ public struct MachineNoise: Sendable, Equatable {
             ("load_average_1m_at_start", loadAverageAtStart.map { .double(($0 * 100).rounded() / 100) } ?? .null),
             ("steal_ms", stealSeconds.map { .double(($0 * 1e6).rounded() / 1e3) } ?? .null),
             ("driver_involuntary_switches", .int(Int64(driverInvoluntarySwitches))),
+            ("driver_cpu_wait_ms", driverCPUWaitSeconds.map { .double(($0 * 1e6).rounded() / 1e3) } ?? .null),
+            ("gateway_cpu_wait_ms", gatewayCPUWaitSeconds.map { .double(($0 * 1e6).rounded() / 1e3) } ?? .null),
+            ("realtime", .bool(realtime)),
         ])
     }
 }

@@ -3,6 +3,7 @@ import LoadGenerator
 import MockGateway
 import PushCredentials
 import PushPayload
+import PushTransport
 import PushVocabulary
 
 /// `pushbench [run]`: a load run against --target or the embedded mock gateway.
@@ -64,6 +65,12 @@ struct RunCommand: PushbenchCommand {
         }
         if chosen.tokenChurnPerSecond != nil && chosen.target != nil {
             throw UsageError("--token-churn: only the embedded gateway can churn tokens, not with --target")
+        }
+        if chosen.realtime && chosen.rate == .max {
+            throw UsageError("--realtime: not with --rps max (a closed loop never sleeps, and real-time threads that never sleep hold their CPUs from every other thread)")
+        }
+        if chosen.realtime, let refusal = realtimePriorityRefusal() {
+            throw UsageError("--realtime: this process may not run threads real-time (SCHED_FIFO): \(refusal); run it as root or with CAP_SYS_NICE")
         }
         try Self.checkObjectives(chosen, arguments, pipeline: false)
         try Self.checkTLS(chosen)
@@ -143,6 +150,7 @@ struct RunCommand: PushbenchCommand {
             config.fcm.auth = .oauth
         }
         if let churn = options.tokenChurnPerSecond { config.fcm.tokenChurnPerSecond = churn }
+        config.realtime = options.realtime && options.target == nil
         return config
     }
 

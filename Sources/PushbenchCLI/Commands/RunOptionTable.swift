@@ -176,6 +176,8 @@ extension RunCommand {
                 guard seconds <= 0.01 else { throw UsageError("\(name): '\(text)' is over 10ms") }
                 return seconds
             },
+            .flag("--realtime", \.realtime,
+                  help: "run the driver threads and the embedded gateway's real-time (SCHED_FIFO, lowest priority) so no other process's thread delays them; needs root or CAP_SYS_NICE"),
             .values("--gateway-arg", "ARG", \.gatewayArguments, passesOptions: true,
                     help: "pass ARG to the embedded gateway (repeatable), e.g. --gateway-arg=--latency=2ms; its options are in 'pushbench gateway --help'") {
                 text, _ in text

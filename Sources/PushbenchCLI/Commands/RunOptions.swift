@@ -168,6 +168,8 @@ struct RunOptions: Equatable, Sendable {
     var seed: UInt64 = 1
     /// `--pace-quantum`: pacing timer granularity in seconds; nil is automatic (see ``LoadConfiguration``).
     var paceQuantumSeconds: Double?
+    /// `--realtime`: the driver threads and the embedded gateway's loop threads run `SCHED_FIFO`.
+    var realtime: Bool = false
     /// Options for the embedded gateway (`--gateway-arg`, repeatable), passed through verbatim.
     var gatewayArguments: [String] = []
     /// `--capture N`: the embedded gateway keeps the first N Apple pushes it builds; written to capture.json.

@@ -211,6 +211,7 @@ struct RunExecution {
         let display = ProgressDisplay(quiet: options.quiet, json: options.json, warmupSeconds: options.warmupSeconds,
                                       targetRPS: config.rate)
         let result: LoadResult
+        let gatewayWaitBefore = gateway?.cpuWaitNanoseconds()
         do throws(Failure) {
             result = try watched(label: label, target: authority, targetRPS: config.rate, display: display) { watch throws(LoadRunError) in
                 try LoadRun.run(config, timeline: timeline, progress: watch.show, shouldStop: { watch.stopRequested || abort() })
@@ -219,12 +220,16 @@ struct RunExecution {
             requestLog?.finish()
             throw error
         }
+        var gatewayWait: Double?
+        if let before = gatewayWaitBefore, let after = gateway?.cpuWaitNanoseconds(), after >= before {
+            gatewayWait = Double(after - before) / 1e9
+        }
         let gatewayStats = gateway?.stop()
         if result.tokensExhausted {
             printError("pushbench run: every token was answered as gone (\(result.stats.pruned.count) pruned); the run stopped early")
         }
 
-        var record = makeRecord(result, config: config, label: label, gatewayStats: gatewayStats)
+        var record = makeRecord(result, config: config, label: label, gatewayStats: gatewayStats, gatewayCPUWaitSeconds: gatewayWait)
         closeRequestLog(requestLog, record: &record)
         return (result, record, gatewayStats)
     }
@@ -337,6 +342,7 @@ extension RunOptions {
         config.seed = seed
         config.pruneGoneTokens = tokenChurnPerSecond != nil
         if let q = paceQuantumSeconds { config.pacingQuantumNs = UInt64((q * 1e9).rounded()) }
+        config.realtime = realtime
         return config
     }
 }

@@ -14,7 +14,7 @@ extension RunExecution {
     /// process with the other variants: the process's CPU time is then not this run's (its own share is
     /// in the `ab` section).
     func makeRecord(_ r: LoadResult, config: LoadConfiguration, label: String, gatewayStats: GatewayStats?,
-                    wholeProcess: Bool = true) -> RunRecord {
+                    gatewayCPUWaitSeconds: Double? = nil, wholeProcess: Bool = true) -> RunRecord {
         var settings = RunSettings(
             requests: options.requests, warmupSeconds: options.warmupSeconds, tokens: config.tokens.count,
             payload: options.payloadFile ?? "default", retry: options.retries, sendOversize: options.sendOversize,
@@ -66,7 +66,9 @@ extension RunExecution {
         }
         if wholeProcess { d.processCPU = CPUTime(user: Self.seconds(usage.ru_utime), system: Self.seconds(usage.ru_stime)) }
         d.machine = MachineNoise(cpus: sysconf(Int32(_SC_NPROCESSORS_ONLN)), loadAverageAtStart: r.loadAverageAtStart,
-                                 stealSeconds: r.stealSeconds, driverInvoluntarySwitches: r.stats.involuntarySwitches)
+                                 stealSeconds: r.stealSeconds, driverInvoluntarySwitches: r.stats.involuntarySwitches,
+                                 driverCPUWaitSeconds: r.stats.cpuWaitNanoseconds.map { Double($0) / 1e9 },
+                                 gatewayCPUWaitSeconds: gatewayCPUWaitSeconds, realtime: config.realtime)
         if options.tokenChurnPerSecond != nil {
             d.tokenPruning = TokenPruning(pruned: r.stats.pruned.count, exhausted: r.tokensExhausted)
         }

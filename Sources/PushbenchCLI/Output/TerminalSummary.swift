@@ -91,6 +91,13 @@ extension RunExecution {
             line("machine", "steal \(f(steal * 1000, 0)) ms during the run  driver preemptions \(r.stats.involuntarySwitches)"
                  + (r.loadAverageAtStart.map { "  load \(f($0, 2)) at start" } ?? ""))
         }
+        // Time our own threads were ready to run while another thread held the CPU: a neighbour's share
+        // of the tail that steal does not show.
+        if let machine = record.details.machine, let driver = machine.driverCPUWaitSeconds {
+            line("", "waited for a CPU: driver \(f(driver * 1000, 0)) ms"
+                 + (machine.gatewayCPUWaitSeconds.map { ", gateway \(f($0 * 1000, 0)) ms" } ?? "")
+                 + (machine.realtime ? " (real-time threads)" : ""))
+        }
         return lines
     }
 
