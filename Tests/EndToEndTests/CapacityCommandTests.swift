@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Testing
 
@@ -37,6 +40,26 @@ import Testing
         #expect(svg.contains("capacity 2,000 rps"))
         let md = try String(contentsOf: folder.appendingPathComponent("capacity.md"), encoding: .utf8)
         #expect(md.contains("| 3 | 2,000 |"))
+        // Each step's CPU waits, the driver's and the embedded gateway's, beside its percentiles.
+        #expect(md.contains("| waited for a CPU |"))
+        #expect(md.split(separator: "\n").filter { $0.hasPrefix("| ") && $0.contains(" ms, g ") && $0.contains("| d ") }.count == 3, "\(md)")
+        #expect(md.contains("without `--realtime`"))
+    }
+
+    @Test func aRealtimeSearchSaysSoInItsReport() throws {
+        try #require(geteuid() == 0, "SCHED_FIFO needs root (CI runs as root)")
+        let out = PushbenchBinary.tempDir()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try PushbenchBinary.run(["capacity", "--slo", "p99<1s", "--min", "500", "--max", "500", "--step-duration", "300ms",
+                                         "--warmup", "100ms", "--realtime", "--out", out.path])
+        #expect(r.status == 0, "\(r.err)")
+        let folder = try capacityFolder(out)
+        let md = try String(contentsOf: folder.appendingPathComponent("capacity.md"), encoding: .utf8)
+        #expect(md.contains("they ran real-time (`--realtime`)"), "\(md)")
+        let step = try #require(try FileManager.default.contentsOfDirectory(atPath: folder.path).first { $0.hasPrefix("step-") })
+        let summary = try #require(try JSONSerialization.jsonObject(
+            with: Data(contentsOf: folder.appendingPathComponent(step).appendingPathComponent("summary.json"))) as? [String: Any])
+        #expect((summary["machine"] as? [String: Any])?["realtime"] as? Bool == true)
     }
 
     @Test func aSlowTargetStopsItAtTheObjective() throws {

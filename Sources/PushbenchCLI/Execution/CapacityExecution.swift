@@ -410,18 +410,29 @@ struct CapacityReport {
         out += "target \(b.target ?? "embedded gateway"), \(b.pushProtocol.rawValue), \(b.connections) connections × \(b.streams) streams, "
         out += "\(b.threads) driver thread\(b.threads == 1 ? "" : "s"). \(runs.count) steps in \(Int(seconds.rounded())) s"
         out += interrupted ? " (interrupted).\n\n" : ".\n\n"
-        out += "| step | rate | achieved | p50 | p99 | p99.9 | errors | verdict | folder |\n|---|---|---|---|---|---|---|---|---|\n"
+        out += "| step | rate | achieved | p50 | p99 | p99.9 | errors | waited for a CPU | verdict | folder |\n"
+        out += "|---|---|---|---|---|---|---|---|---|---|\n"
         for r in runs {
             let s = r.step
             let verdict = r.verdict == .held ? "held" : "**\(r.verdict.name)**: \(r.verdict.why)"
             out += "| \(r.number) | \(CapacitySearch.grouped(s.rate)) | \(CapacitySearch.grouped(Int(s.achievedRPS.rounded()))) "
             out += "| \(CapacitySearch.ms(s.p50)) | \(CapacitySearch.ms(s.p99)) | \(CapacitySearch.ms(s.p999)) "
-            out += "| \(CapacitySearch.percent(s.errorRate)) | \(verdict) | \(r.folder) |\n"
+            out += "| \(CapacitySearch.percent(s.errorRate)) | \(Self.cpuWait(r.record.details.machine)) | \(verdict) | \(r.folder) |\n"
         }
+        out += "\n*Waited for a CPU*: how long the driver threads (d) and the embedded gateway's threads (g) were ready "
+        out += "to run while another thread held the CPU, warm-up included; "
+        out += b.realtime ? "they ran real-time (`--realtime`).\n" : "without `--realtime`, any busier process's thread can hold them off.\n"
         if let knee = CapacityChart.knee(chartPoints) {
             out += "\nThe knee of the \(plottedName) curve is at \(CapacitySearch.grouped(Int(knee.rate))) rps (capacity.svg).\n"
         }
         return out
+    }
+
+    /// A step's CPU waits for capacity.md: `d 12 ms, g 40 ms`, or `-` where unknown.
+    static func cpuWait(_ machine: MachineNoise?) -> String {
+        guard let d = machine?.driverCPUWaitSeconds else { return "-" }
+        let ms = { (s: Double) in "\(Int((s * 1000).rounded())) ms" }
+        return "d \(ms(d))" + (machine?.gatewayCPUWaitSeconds.map { ", g \(ms($0))" } ?? "")
     }
 
     var plottedName: String {
