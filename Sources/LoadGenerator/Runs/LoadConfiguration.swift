@@ -91,8 +91,9 @@ public struct LoadConfiguration: Sendable {
     /// value wakes it at most once per quantum and sends everything due. Either way latency is measured
     /// from the exact intended time, so a coarser step only adds its lateness (< one quantum) to it.
     /// Default: ``automaticPacingQuantumNs``: exact up to 20k rps per thread; above, one wakeup per 5
-    /// requests of the schedule, kept within 50-200 µs (100 µs at 50k rps, 50 µs at 100k), because each
-    /// wakeup has a fixed CPU price while a vCPU left idle longer is woken later by the host
+    /// requests of the schedule, kept within 100-200 µs (200 µs at 25k rps, 100 µs from 50k up), because
+    /// each wakeup has a fixed CPU price while a vCPU left idle longer is woken later by the host; above
+    /// 50k a step finer than 100 µs spends the driver's CPU on wakeups faster than it saves lateness
     /// (docs/loadgen.md "Pacing" has the measurements).
     public var pacingQuantumNs: UInt64 = LoadConfiguration.automaticPacingQuantumNs
     /// Marker for "choose the quantum from the rate".
@@ -104,7 +105,7 @@ public struct LoadConfiguration: Sendable {
     /// The automatic quantum for `rate` requests/s per thread (0: a wakeup per request).
     public static func automaticQuantumNs(perThreadRate rate: Double) -> UInt64 {
         guard rate > 20_000 else { return 0 }
-        return UInt64(min(200_000, max(50_000, (5e9 / rate).rounded())))
+        return UInt64(min(200_000, max(100_000, (5e9 / rate).rounded())))
     }
     /// Stop sending to a token once it is answered as gone (APNs 410 Unregistered/ExpiredToken, FCM 404
     /// UNREGISTERED), as a well-behaved provider does; when every token is gone the run stops (results

@@ -3,13 +3,14 @@ import PushPayload
 @testable import LoadGenerator
 
 @Suite struct PacerTests {
-    @Test func automaticQuantumWakesOncePerFiveRequestsAboveTwentyThousand() {
+    @Test func automaticQuantumWakesOncePerFiveRequestsAboveTwentyThousandAtLeast100Microseconds() {
         var c = LoadConfiguration(host: "127.0.0.1", port: 1, template: .defaultAPNs(), tokens: DeviceTokens(synthetic: 1))
         #expect(c.effectiveQuantumNs(perThreadRate: 20_000) == 0)
         #expect(c.effectiveQuantumNs(perThreadRate: 50_000) == 100_000)
-        #expect(c.effectiveQuantumNs(perThreadRate: 100_000) == 50_000)
+        #expect(c.effectiveQuantumNs(perThreadRate: 40_000) == 125_000)
+        #expect(c.effectiveQuantumNs(perThreadRate: 100_000) == 100_000)
         #expect(c.effectiveQuantumNs(perThreadRate: 25_000) == 200_000)
-        #expect(c.effectiveQuantumNs(perThreadRate: 1_000_000) == 50_000)
+        #expect(c.effectiveQuantumNs(perThreadRate: 1_000_000) == 100_000)
         c.pacingQuantumNs = 0
         #expect(c.effectiveQuantumNs(perThreadRate: 50_000) == 0)
         c.pacingQuantumNs = 30_000
