@@ -291,7 +291,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 scheme: UnsafeRawBufferPointer(start: base + p.6, count: p.7),
                 headers: HTTP2HeaderList(store: base, refs: refs),
                 body: s.pointee.reqBody.bytes, receivedAt: loop.now)
-            withOwner { $0.delegate?.server($0, didReceive: req) }
+            withOwner { $0.requestDelegate?.server($0, didReceive: req) }
         }
     }
 
