@@ -290,7 +290,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 authority: UnsafeRawBufferPointer(start: base + p.4, count: p.5),
                 scheme: UnsafeRawBufferPointer(start: base + p.6, count: p.7),
                 headers: HTTP2HeaderList(store: base, refs: refs),
-                body: s.pointee.reqBody.bytes, receivedAt: loop.now)
+                body: s.pointee.reqBody.bytes, receivedAt: ioTime)
             withOwner { $0.requestDelegate?.server($0, didReceive: req) }
         }
     }

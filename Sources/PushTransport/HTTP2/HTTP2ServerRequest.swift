@@ -19,6 +19,6 @@ public struct HTTP2ServerRequest {
     public var headers: HTTP2HeaderList
     /// The request body.
     public var body: UnsafeRawBufferPointer
-    /// When the request completed (END_STREAM received), monotonic ns.
+    /// When the request completed: when the read that brought its END_STREAM began, monotonic ns.
     public var receivedAt: UInt64
 }
