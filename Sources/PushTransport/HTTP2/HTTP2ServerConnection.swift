@@ -298,7 +298,8 @@ public final class HTTP2ServerConnection: HTTP2Session {
     func streamClosed(_ streamID: Int32, _ code: UInt32) {
         guard let s = slot(for: streamID) else { return }
         if s == headerSlot { headerSlot = nil; headerStreamID = 0 }
-        nghttp2_session_set_stream_user_data(session, streamID, nil)
+        // The stream's user data is left pointing at the slot: nghttp2 frees the stream as soon as this
+        // callback returns (it keeps no closed streams), so no lookup can reach it again.
         if !s.pointee.responded {
             s.pointee.responded = true
             owner.delegate?.server(owner, connection: self, streamDidClose: streamID, errorCode: code)
