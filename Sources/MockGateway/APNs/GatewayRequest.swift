@@ -65,9 +65,7 @@ public struct GatewayRequest {
 @inline(__always)
 func equals(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
     guard bytes.count == literal.utf8CodeUnitCount else { return false }
-    let p = literal.utf8Start
-    for i in 0..<bytes.count where bytes[i] != p[i] { return false }
-    return true
+    return sameBytes(bytes, UnsafeRawPointer(literal.utf8Start), bytes.count)
 }
 
 /// Whether `bytes` start with the ASCII text of `literal`.
@@ -75,9 +73,56 @@ func equals(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
 func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
     let n = literal.utf8CodeUnitCount
     guard bytes.count >= n else { return false }
-    let p = literal.utf8Start
-    for i in 0..<n where bytes[i] != p[i] { return false }
+    return sameBytes(bytes, UnsafeRawPointer(literal.utf8Start), n)
+}
+
+/// Whether the first `n` bytes of `bytes` (at least `n` long) equal those at `p`: a word at a time, the
+/// last word overlapping the one before, as every header name and path prefix of a request is compared.
+@inline(__always)
+func sameBytes(_ bytes: UnsafeRawBufferPointer, _ p: UnsafeRawPointer, _ n: Int) -> Bool {
+    guard n > 0, let a = bytes.baseAddress else { return n == 0 }
+    if n >= 8 {
+        var i = 0
+        while true {
+            let at = min(i, n - 8)
+            if a.loadUnaligned(fromByteOffset: at, as: UInt64.self) != p.loadUnaligned(fromByteOffset: at, as: UInt64.self) {
+                return false
+            }
+            i += 8
+            if i >= n { return true }
+        }
+    }
+    if n >= 4 {
+        return a.loadUnaligned(as: UInt32.self) == p.loadUnaligned(as: UInt32.self)
+            && a.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self) == p.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+    }
+    var i = 0
+    while i < n {
+        if a.load(fromByteOffset: i, as: UInt8.self) != p.load(fromByteOffset: i, as: UInt8.self) { return false }
+        i += 1
+    }
     return true
+}
+
+/// Whether every byte of `bytes` is visible ASCII (0x21-0x7E), as an `apns-topic` must be: 8 bytes per
+/// step, the last word overlapping the one before.
+@inline(__always)
+func isVisibleASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    let n = bytes.count
+    if n < 8 {
+        for c in bytes where c <= 0x20 || c >= 0x7F { return false }
+        return true
+    }
+    let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+    var i = 0
+    while true {
+        let w = bytes.loadUnaligned(fromByteOffset: min(i, n - 8), as: UInt64.self)
+        // A byte of 0x80 or more; else (no byte can carry into the next) one below 0x21, or one of 0x7F
+        // (plus one sets its high bit).
+        if w & high != 0 || (w &- ones &* 0x21) & ~w & high != 0 || (w &+ ones) & high != 0 { return false }
+        i += 8
+        if i >= n { return true }
+    }
 }
 
 @inline(__always)

@@ -352,7 +352,7 @@ public final class GatewayStateMachine {
         guard let method = request.method, equals(method, "POST") else { return .methodNotAllowed }
         if let topic = request.topic {
             if topic.isEmpty { return .badTopic }
-            for c in topic where c <= 0x20 || c >= 0x7F { return .badTopic }
+            if !isVisibleASCII(topic) { return .badTopic }
             if !rules.pointee.disallowedTopics.isEmpty, rules.pointee.isDisallowed(topic: topic) { return .topicDisallowed }
         } else if rules.pointee.requireTopic && !topicFromCertificate {
             return .missingTopic

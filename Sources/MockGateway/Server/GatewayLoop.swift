@@ -31,7 +31,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
         // New connections start with the state machine's stream limit (1 with provider tokens, as APNs).
         didSet { server?.updateSettings(maxConcurrentStreams: Int(machine.initialMaxConcurrentStreams)) }
     }
-    var machine: GatewayStateMachine
+    let machine: GatewayStateMachine
     let allCounters: [GatewayCounters]
     private var connections: [UInt64: ConnectionEntry] = [:]
     /// Responses waiting for their latency (preallocated; grows only past the largest backlog seen).
@@ -204,8 +204,7 @@ final class GatewayLoop: HTTP2ServerDelegate {
             parsed.setHeader(name: field.name, value: field.value)
         }
         parsed.body = request.body
-        let connection = request.connection
-        guard let context = connection.contextRef else { return }
+        guard let context = request.connection.contextRef else { return }
         if let correlator {
             correlatedRequest(request, parsed, correlator)
             return
@@ -215,11 +214,14 @@ final class GatewayLoop: HTTP2ServerDelegate {
             var response = GatewayResponse(status: 200, apnsID: .unset)
             let decision = machine.decide(parsed, connection: &entry.state, now: request.receivedAt, response: &response)
             if case .respond = decision {
-                // The common answer goes straight out: a ResponseTarget would hold (retain) the connection.
-                send(response, on: connection, stream: request.streamID)
+                // The common answer goes straight out, on the connection borrowed for the call: a local
+                // or a ResponseTarget would hold (retain) it.
+                Unmanaged.passUnretained(request.connection)._withUnsafeGuaranteedRef {
+                    send(response, on: $0, stream: request.streamID)
+                }
                 return
             }
-            act(decision, response, .http2(connection, streamID: request.streamID), receivedAt: request.receivedAt)
+            act(decision, response, .http2(request.connection, streamID: request.streamID), receivedAt: request.receivedAt)
         }
     }
 

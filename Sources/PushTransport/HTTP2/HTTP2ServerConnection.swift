@@ -24,9 +24,12 @@ public final class HTTP2ServerConnection: HTTP2Session {
     /// See ``HTTP2ResponseHeaders/addUnique(_:_:)``.
     var uniqueNameIndexed = false
     var slots: StreamSlotPool<ServerSlot>
-    /// The slot of the HEADERS block being received (saves a stream lookup per header field).
-    var headerSlot: UnsafeMutablePointer<ServerSlot>?
-    var headerStreamID: Int32 = 0
+    /// The slots of open streams by stream id, direct-mapped (id / 2 modulo its size): every callback
+    /// and response finds its slot with one load and one compare instead of a lookup in nghttp2's
+    /// stream map. A stream whose entry is taken by another open stream (ids 512 or more apart) has
+    /// its slot in the nghttp2 stream's user data instead.
+    let streamTable: UnsafeMutablePointer<UnsafeMutablePointer<ServerSlot>?>
+    static let streamTableSize = 256
     var peerSettingsSeen = false
     /// The client's recent streams it closed its side of, for STREAM_CLOSED on late frames (nghttp2 keeps
     /// no records of closed streams here: see PeerClosedStreams).
@@ -76,11 +79,17 @@ public final class HTTP2ServerConnection: HTTP2Session {
         trimmedFields = c.trailingWhitespaceTrimmed.map { Array($0.utf8) }
         tls = (transport as? SecureTransport)?.connectionInfo
         slots = StreamSlotPool(streams: c.maxConcurrentStreams)
+        streamTable = .allocate(capacity: HTTP2ServerConnection.streamTableSize)
+        streamTable.initialize(repeating: nil, count: HTTP2ServerConnection.streamTableSize)
         openedAt = server.loop.now
         lastStreamActivity = openedAt
         super.init(loop: server.loop, stagingCapacity: c.stagingCapacity, iovCapacity: c.iovCapacity)
         self.transport = transport
         transport.owner = self
+    }
+
+    deinit {
+        streamTable.deallocate()
     }
 
     /// Starts the session: SETTINGS (the server's current stream limit and window) go out with the
@@ -134,8 +143,12 @@ public final class HTTP2ServerConnection: HTTP2Session {
         ownerRef._withUnsafeGuaranteedRef(body)
     }
 
+    @inline(__always) static func tableIndex(_ streamID: Int32) -> Int {
+        Int(streamID >> 1) & (streamTableSize - 1)
+    }
+
     @inline(__always) func slot(for streamID: Int32) -> UnsafeMutablePointer<ServerSlot>? {
-        if streamID == headerStreamID, let h = headerSlot { return h }
+        if let s = streamTable[Self.tableIndex(streamID)], s.pointee.streamID == streamID { return s }
         return nghttp2_session_get_stream_user_data(session, streamID)?.assumingMemoryBound(to: ServerSlot.self)
     }
 
@@ -150,9 +163,12 @@ public final class HTTP2ServerConnection: HTTP2Session {
         incompleteRequests += 1
         lastStreamActivity = ioTime
         tlsBuffersReleased = false
-        headerSlot = s
-        headerStreamID = s.pointee.streamID
-        nghttp2_session_set_stream_user_data(session, s.pointee.streamID, UnsafeMutableRawPointer(s))
+        let i = Self.tableIndex(s.pointee.streamID)
+        if streamTable[i] == nil {
+            streamTable[i] = s
+        } else {
+            nghttp2_session_set_stream_user_data(session, s.pointee.streamID, UnsafeMutableRawPointer(s))
+        }
         return 0
     }
 
@@ -274,8 +290,6 @@ public final class HTTP2ServerConnection: HTTP2Session {
     }
 
     func deliver(_ s: UnsafeMutablePointer<ServerSlot>) {
-        headerSlot = nil
-        headerStreamID = 0
         guard s.pointee.rejection == .none, !s.pointee.settled else { return }
         settle(s)
         withOwner { $0.requestsReceived &+= 1 }
@@ -290,15 +304,17 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 authority: UnsafeRawBufferPointer(start: base + p.4, count: p.5),
                 scheme: UnsafeRawBufferPointer(start: base + p.6, count: p.7),
                 headers: HTTP2HeaderList(store: base, refs: refs),
-                body: s.pointee.reqBody.bytes, receivedAt: loop.now)
-            withOwner { $0.delegate?.server($0, didReceive: req) }
+                body: s.pointee.reqBody.bytes, receivedAt: ioTime)
+            withOwner { $0.requestDelegate?.server($0, didReceive: req) }
         }
     }
 
     func streamClosed(_ streamID: Int32, _ code: UInt32) {
         guard let s = slot(for: streamID) else { return }
-        if s == headerSlot { headerSlot = nil; headerStreamID = 0 }
-        nghttp2_session_set_stream_user_data(session, streamID, nil)
+        let i = Self.tableIndex(streamID)
+        if streamTable[i] == s { streamTable[i] = nil }
+        // A slot in the stream's user data stays there: nghttp2 frees the stream as soon as this
+        // callback returns (it keeps no closed streams), so no lookup can reach it again.
         if !s.pointee.responded {
             s.pointee.responded = true
             owner.delegate?.server(owner, connection: self, streamDidClose: streamID, errorCode: code)
@@ -461,7 +477,7 @@ public final class HTTP2ServerConnection: HTTP2Session {
     static let lingerNanoseconds: UInt64 = 1_000_000_000
 
     override func didClose(_ error: TransportError) {
-        headerSlot = nil
+        streamTable.update(repeating: nil, count: HTTP2ServerConnection.streamTableSize)
         var i = 0
         while i < slots.count {
             let s = slots[i]

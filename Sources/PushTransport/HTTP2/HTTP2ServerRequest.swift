@@ -1,8 +1,10 @@
 /// A complete request given to `HTTP2ServerDelegate`. Views are valid during the callback only;
 /// answer with `connection.respond(to: streamID, …)` now or later.
 public struct HTTP2ServerRequest {
-    /// The connection the request came on (respond through it).
-    public let connection: HTTP2ServerConnection
+    /// The connection the request came on (respond through it). Unowned(unsafe), as in
+    /// HTTP1ServerRequest: the connection is alive during the callback, so building the request per
+    /// stream touches no reference count; a delegate that answers later keeps its own reference.
+    public unowned(unsafe) let connection: HTTP2ServerConnection
     /// The stream id.
     public let streamID: Int32
     /// `:method`.
@@ -17,6 +19,6 @@ public struct HTTP2ServerRequest {
     public var headers: HTTP2HeaderList
     /// The request body.
     public var body: UnsafeRawBufferPointer
-    /// When the request completed (END_STREAM received), monotonic ns.
+    /// When the request completed: when the read that brought its END_STREAM began, monotonic ns.
     public var receivedAt: UInt64
 }

@@ -26,7 +26,12 @@ public final class HTTP2Server {
     /// to nil first.
     // Not weak: a weak reference gives its object a side table, and every retain and release of it
     // (once per request here) then takes the runtime's slow path.
-    public unowned var delegate: HTTP2ServerDelegate?
+    public unowned var delegate: HTTP2ServerDelegate? {
+        didSet { requestDelegate = delegate }
+    }
+    /// `delegate` for the per-request call: reading an `unowned` reference checks and takes a strong
+    /// reference each time, this one touches no count. The same object, with the same lifetime rule.
+    unowned(unsafe) var requestDelegate: HTTP2ServerDelegate?
     private var listener: UnsafeMutablePointer<uv_tcp_t>?
     private var connections: [UInt64: HTTP2ServerConnection] = [:]
     private var http1Connections: [UInt64: HTTP1ServerConnection] = [:]
@@ -72,6 +77,7 @@ public final class HTTP2Server {
         self.loop = loop
         self.configuration = configuration
         self.delegate = delegate
+        requestDelegate = delegate
         currentMaxConcurrentStreams = configuration.maxConcurrentStreams
         sweepList.reserveCapacity(64)
         let interval = configuration.limits.sweepIntervalMilliseconds
