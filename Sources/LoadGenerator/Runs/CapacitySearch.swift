@@ -118,7 +118,9 @@ public enum CapacityVerdict: Sendable, Equatable {
 /// probe up from `min` (doubling until a step fails or `max` holds), then a bisection between the highest
 /// rate that held and the lowest that failed until they are within `resolution` of each other, then one
 /// confirming rerun of the answer (a noisy pass near the knee is not taken on one sample: if the rerun
-/// fails, the search goes on below it). A step where the sender itself fell behind fails like any other,
+/// fails, the search goes on below it). A latency objective missed above a rate that held is likewise run
+/// once more before it counts, so a single stall near the knee neither lowers the answer nor, having held
+/// on its rerun, raises it unconfirmed. A step where the sender itself fell behind fails like any other,
 /// but the answer says so instead of blaming the target. A step that missed a latency objective while the
 /// host stole CPU time from the machine is run again, up to ``machineReruns`` times; a miss that persists
 /// counts as the objective's (with the steal in its reason), since the target may be slow as well.
@@ -162,12 +164,13 @@ public struct CapacitySearch: Sendable {
     private var confirmed: Set<Int> = []
     private var result: Answer?
     private var machineRerunsUsed: [Int: Int] = [:]
+    private var missesRerun: Set<Int> = []
 
     /// How many times one rate is run again after the machine (steal) spoiled its latency.
     static let machineReruns = 2
 
     /// A search from `min` to `max` requests per second; `resolution` as a fraction (0.02 is 2%).
-    public init(min: Int, max: Int, resolution: Double = 0.02, objectives: [CapacityObjective], maxSteps: Int = 40) {
+    public init(min: Int, max: Int, resolution: Double = 0.02, objectives: [CapacityObjective], maxSteps: Int = 50) {
         precondition(min >= 1 && max >= min && resolution > 0 && maxSteps >= 1)
         self.min = min
         self.max = max
@@ -226,6 +229,14 @@ public struct CapacitySearch: Sendable {
                 return
             }
             v = .objective(why)
+        } else if case .objective = v, !missesRerun.contains(rate), machineRerunsUsed[rate] == nil,
+                  held.contains(where: { $0 < rate }), steps.count + 1 < maxSteps {
+            // A latency miss above a rate that held bounds the search, and near the knee one stall can
+            // decide a step: like a pass before it is the answer, the miss is run again before it counts.
+            steps.append((step, v))
+            missesRerun.insert(rate)
+            next = rate
+            return
         }
         steps.append((step, v))
         if v == .held {

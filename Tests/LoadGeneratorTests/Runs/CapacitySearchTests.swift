@@ -115,6 +115,35 @@ import Testing
         #expect(noisyAnswer.rate.map { $0 >= 10_000 && $0 < 20_000 } == true, "\(String(describing: noisyAnswer.rate))")
     }
 
+    /// A latency miss above a rate that held is run again before it bounds the search: one stall at a
+    /// rate the target takes does not lower the answer; a miss that repeats counts; a miss at the lowest
+    /// rate (nothing held below it) is not rerun.
+    @Test func aLatencyMissAboveAHeldRateIsRunAgainBeforeItCounts() {
+        var search = CapacitySearch(min: 1_000, max: 1_000_000, resolution: 0.02, objectives: [Self.p99Under5ms])
+        var stalls = 1
+        let (answer, tried) = Self.run(&search) { rate in
+            if rate == 64_000 && stalls > 0 {
+                stalls -= 1
+                return Self.step(rate, p99: 9_000)   // one stall at a rate the target takes
+            }
+            return Self.kneeAt(137_500)(rate)
+        }
+        #expect(tried.filter { $0 == 64_000 }.count == 2, "\(tried)")
+        #expect(tried.contains(128_000), "the rerun held, so the probe went on up: \(tried)")
+        let rate = try! #require(answer.rate)
+        #expect(rate < 137_900 && Double(137_900 - rate) <= 0.02 * Double(rate), "\(rate) after \(tried)")
+        // Every failing rate above the answer was tried twice before it counted.
+        for failing in Set(search.steps.filter { $0.verdict.name == "objective" }.map(\.step.rate)) {
+            #expect(tried.filter { $0 == failing }.count >= 2, "\(failing) in \(tried)")
+        }
+
+        // Nothing holds: the lowest rate's miss is not rerun.
+        var slow = CapacitySearch(min: 1_000, max: 8_000, resolution: 0.02, objectives: [Self.p99Under5ms])
+        let (none, slowTried) = Self.run(&slow) { Self.step($0, p99: 9_000) }
+        #expect(none.rate == nil)
+        #expect(slowTried == [1_000])
+    }
+
     @Test func hostStealOfOnePercentOfAStepMarksIt() {
         #expect(CapacityStep.machineLimit(stealSeconds: 0.05, elapsedSeconds: 7) == nil)
         #expect(CapacityStep.machineLimit(stealSeconds: 0.069, elapsedSeconds: 7) == nil)
@@ -137,7 +166,8 @@ import Testing
         #expect(answer.limitRate! > rate && Double(answer.limitRate! - rate) <= 0.02 * Double(rate))
         guard case .objective(let why) = answer.limit else { Issue.record("\(answer.limit)"); return }
         #expect(why.hasPrefix("p99<5ms did not hold at "))
-        #expect(tried.count <= 20)
+        // 9 doublings, ~9 halvings, the confirming rerun, and each miss above a held rate run twice.
+        #expect(tried.count <= 26, "\(tried)")
         let line = CapacitySearch.sentence(answer, objectives: search.objectives, min: 1_000, max: 1_000_000)
         #expect(line.hasPrefix("capacity: \(CapacitySearch.grouped(rate)) rps with p99<5ms, error_rate<1%; stopped by the objective: "))
     }
