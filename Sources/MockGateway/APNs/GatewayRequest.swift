@@ -1,3 +1,5 @@
+import PushTransport
+
 /// One complete HTTP/2 request as the gateway's logic sees it: the headers it cares about and the body,
 /// all borrowed (valid only during the call that receives it), so building one allocates nothing.
 ///
@@ -76,32 +78,11 @@ func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool
     return sameBytes(bytes, UnsafeRawPointer(literal.utf8Start), n)
 }
 
-/// Whether the first `n` bytes of `bytes` (at least `n` long) equal those at `p`: a word at a time, the
-/// last word overlapping the one before, as every header name and path prefix of a request is compared.
+/// Whether the first `n` bytes of `bytes` (at least `n` long) equal those at `p` (``bytesEqual``).
 @inline(__always)
 func sameBytes(_ bytes: UnsafeRawBufferPointer, _ p: UnsafeRawPointer, _ n: Int) -> Bool {
     guard n > 0, let a = bytes.baseAddress else { return n == 0 }
-    if n >= 8 {
-        var i = 0
-        while true {
-            let at = min(i, n - 8)
-            if a.loadUnaligned(fromByteOffset: at, as: UInt64.self) != p.loadUnaligned(fromByteOffset: at, as: UInt64.self) {
-                return false
-            }
-            i += 8
-            if i >= n { return true }
-        }
-    }
-    if n >= 4 {
-        return a.loadUnaligned(as: UInt32.self) == p.loadUnaligned(as: UInt32.self)
-            && a.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self) == p.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
-    }
-    var i = 0
-    while i < n {
-        if a.load(fromByteOffset: i, as: UInt8.self) != p.load(fromByteOffset: i, as: UInt8.self) { return false }
-        i += 1
-    }
-    return true
+    return bytesEqual(a, p, count: n)
 }
 
 /// Whether every byte of `bytes` is visible ASCII (0x21-0x7E), as an `apns-topic` must be: 8 bytes per

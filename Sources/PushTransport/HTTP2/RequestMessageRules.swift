@@ -313,31 +313,9 @@ enum RequestMessageRules {
         return v
     }
 
-    /// `p[0..<n]` is `s`, compared a word at a time (the last word overlapping the one before).
+    /// `p[0..<n]` is `s` (``bytesEqual(_:_:count:)``).
     @inline(__always) static func equals(_ p: UnsafePointer<UInt8>, _ n: Int, _ s: StaticString) -> Bool {
-        if n != s.utf8CodeUnitCount { return false }
-        let a = UnsafeRawPointer(p), b = UnsafeRawPointer(s.utf8Start)
-        if n >= 8 {
-            var i = 0
-            while true {
-                let at = min(i, n - 8)
-                if a.loadUnaligned(fromByteOffset: at, as: UInt64.self) != b.loadUnaligned(fromByteOffset: at, as: UInt64.self) {
-                    return false
-                }
-                i += 8
-                if i >= n { return true }
-            }
-        }
-        if n >= 4 {
-            return a.loadUnaligned(as: UInt32.self) == b.loadUnaligned(as: UInt32.self)
-                && a.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self) == b.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
-        }
-        var i = 0
-        while i < n {
-            if p[i] != s.utf8Start[i] { return false }
-            i += 1
-        }
-        return true
+        n == s.utf8CodeUnitCount && bytesEqual(p, s.utf8Start, count: n)
     }
 
     static func equalsIgnoringCase(_ p: UnsafePointer<UInt8>, _ n: Int, _ s: StaticString) -> Bool {
