@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import PushTransport
 
 /// Reads what the host took from a run that the run cannot see in its own figures: CPU time the
 /// hypervisor gave to other guests (steal, from /proc/stat) and the load average. On a shared or virtual
@@ -10,13 +11,7 @@ enum HostProbe {
     /// Steal time of all CPUs so far in nanoseconds (the 8th value of /proc/stat's `cpu` line), or nil
     /// where there is no /proc/stat (not Linux) or it has no steal column.
     static func stealNanoseconds(procStat path: String = "/proc/stat") -> UInt64? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        guard let ticks = stealTicks(firstLine: buffer[0..<n]) else { return nil }
+        guard let text = readFileStart(path, upTo: 512), let ticks = stealTicks(firstLine: text) else { return nil }
         let hz = UInt64(max(1, sysconf(Int32(_SC_CLK_TCK))))
         return ticks * (1_000_000_000 / hz)
     }

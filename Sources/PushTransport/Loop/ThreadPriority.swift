@@ -57,13 +57,7 @@ public func threadCPUWaitNanoseconds(tid: Int32) -> UInt64? {
 public func currentThreadID() -> Int32 { pb_gettid() }
 
 func cpuWaitNanoseconds(schedstatPath path: String) -> UInt64? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var buffer = [UInt8](repeating: 0, count: 128)
-    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    guard n > 0 else { return nil }
-    return schedstatWait(buffer[0..<n])
+    readFileStart(path, upTo: 128).flatMap(schedstatWait)
 }
 
 /// The second number of a schedstat text (`run_ns wait_ns timeslices`), or nil when it has fewer than two.
