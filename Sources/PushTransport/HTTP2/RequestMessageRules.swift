@@ -34,88 +34,125 @@ enum RequestMessageRules {
         case regular, method, path, authority, scheme, malformed
     }
 
+    /// What a field's bytes say on their own, before the request's state is taken into account: the
+    /// kind of field (`.malformed` when its bytes alone make it so), the flag of a field that may come
+    /// once, the flags it sets when accepted, and a content-length's value. The server keeps these for
+    /// the fields a connection repeats (``FieldVerdictCache``), so a repeated field is judged without
+    /// reading its bytes again.
+    struct FieldClass {
+        var kind: Field
+        var pseudo: Bool
+        /// The flag of a field allowed once per request (a pseudo-header field, host), else 0.
+        var once: UInt16
+        /// Flags the field sets besides `once` when it is accepted.
+        var sets: UInt16
+        /// A content-length field's value; -1 for every other field.
+        var contentLength: Int64
+    }
+
     /// Judges one field of a request's header section (`trailer`: of its trailer section) and records
     /// what it declares in `m`.
     @inline(__always)
     static func field(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>, _ valueLength: Int,
                       _ m: inout RequestMessage, trailer: Bool) -> Field {
-        if nameLength > 0 && name[0] == UInt8(ascii: ":") {
-            return pseudoField(name, nameLength, value, valueLength, &m, trailer: trailer)
+        apply(classify(name, nameLength, value, valueLength), &m, trailer: trailer)
+    }
+
+    /// The verdict on a field of class `c` where the request stands at `m` (`trailer`: in its trailer
+    /// section); records what the field declares in `m`.
+    @inline(__always)
+    static func apply(_ c: FieldClass, _ m: inout RequestMessage, trailer: Bool) -> Field {
+        if c.pseudo {
+            // A pseudo-header field in trailers, after a regular field or repeated is malformed.
+            if trailer || m.flags & RequestMessage.pseudoClosed != 0 || c.kind == .malformed || m.flags & c.once != 0 {
+                return .malformed
+            }
+            m.flags |= c.once | c.sets
+            return c.kind
         }
-        return regularField(name, nameLength, value, valueLength, &m)
+        m.flags |= RequestMessage.pseudoClosed
+        if c.kind == .malformed || m.flags & c.once != 0 { return .malformed }
+        m.flags |= c.once
+        if c.contentLength >= 0 {
+            if m.contentLength != -1 { return .malformed }
+            m.contentLength = c.contentLength
+        }
+        return .regular
+    }
+
+    /// The class of a field from its bytes alone.
+    @inline(__always)
+    static func classify(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
+                         _ valueLength: Int) -> FieldClass {
+        if nameLength > 0 && name[0] == UInt8(ascii: ":") {
+            return pseudoField(name, nameLength, value, valueLength)
+        }
+        return regularField(name, nameLength, value, valueLength)
     }
 
     @inline(__always)
     private static func pseudoField(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
-                                    _ valueLength: Int, _ m: inout RequestMessage, trailer: Bool) -> Field {
-        // A pseudo-header field in trailers, after a regular field, repeated, empty or unknown is
-        // malformed; so is one whose value has a byte its kind does not allow.
-        if trailer || m.flags & RequestMessage.pseudoClosed != 0 || valueLength == 0 { return .malformed }
-        let kind: Field
-        let flag: UInt16
+                                    _ valueLength: Int) -> FieldClass {
+        let malformed = FieldClass(kind: .malformed, pseudo: true, once: 0, sets: 0, contentLength: -1)
+        // An empty or unknown pseudo-header field is malformed; so is one whose value has a byte its
+        // kind does not allow.
+        if valueLength == 0 { return malformed }
         switch nameLength {
         case 5 where equals(name, nameLength, ":path"):
-            guard allPath(value, valueLength) else { return .malformed }
-            kind = .path; flag = RequestMessage.path
+            guard allPath(value, valueLength) else { return malformed }
+            let sets = value[0] == UInt8(ascii: "/") ? RequestMessage.pathSlash
+                : valueLength == 1 && value[0] == UInt8(ascii: "*") ? RequestMessage.pathAsterisk : 0
+            return FieldClass(kind: .path, pseudo: true, once: RequestMessage.path, sets: sets, contentLength: -1)
         case 7 where equals(name, nameLength, ":method"):
-            guard isMethod(value, valueLength) else { return .malformed }
-            kind = .method; flag = RequestMessage.method
+            guard isMethod(value, valueLength) else { return malformed }
+            let sets = valueLength == 7 && equals(value, 7, "CONNECT") ? RequestMessage.connect
+                : valueLength == 7 && equals(value, 7, "OPTIONS") ? RequestMessage.options : 0
+            return FieldClass(kind: .method, pseudo: true, once: RequestMessage.method, sets: sets, contentLength: -1)
         case 7 where equals(name, nameLength, ":scheme"):
+            let sets: UInt16
             if isHTTP(value, valueLength) {
-                m.flags |= RequestMessage.schemeHTTP
-            } else if !isScheme(value, valueLength) {
-                return .malformed
+                sets = RequestMessage.schemeHTTP
+            } else if isScheme(value, valueLength) {
+                sets = 0
+            } else {
+                return malformed
             }
-            kind = .scheme; flag = RequestMessage.scheme
+            return FieldClass(kind: .scheme, pseudo: true, once: RequestMessage.scheme, sets: sets, contentLength: -1)
         case 10 where equals(name, nameLength, ":authority"):
-            guard isAuthority(value, valueLength) else { return .malformed }
-            kind = .authority; flag = RequestMessage.authority
+            guard isAuthority(value, valueLength) else { return malformed }
+            return FieldClass(kind: .authority, pseudo: true, once: RequestMessage.authority, sets: 0, contentLength: -1)
         default:
             // :protocol too: the server does not offer extended CONNECT (RFC 8441).
-            return .malformed
+            return malformed
         }
-        if m.flags & flag != 0 { return .malformed }
-        m.flags |= flag
-        switch kind {
-        case .method:
-            if valueLength == 7 && equals(value, 7, "CONNECT") { m.flags |= RequestMessage.connect }
-            else if valueLength == 7 && equals(value, 7, "OPTIONS") { m.flags |= RequestMessage.options }
-        case .path:
-            if value[0] == UInt8(ascii: "/") { m.flags |= RequestMessage.pathSlash }
-            else if valueLength == 1 && value[0] == UInt8(ascii: "*") { m.flags |= RequestMessage.pathAsterisk }
-        default: break
-        }
-        return kind
     }
 
     @inline(__always)
     private static func regularField(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
-                                     _ valueLength: Int, _ m: inout RequestMessage) -> Field {
-        m.flags |= RequestMessage.pseudoClosed
+                                     _ valueLength: Int) -> FieldClass {
+        let malformed = FieldClass(kind: .malformed, pseudo: false, once: 0, sets: 0, contentLength: -1)
+        let regular = FieldClass(kind: .regular, pseudo: false, once: 0, sets: 0, contentLength: -1)
         // Names are lower-case tokens (RFC 9113 §8.2.1).
-        if !isName(name, nameLength) { return .malformed }
+        if !isName(name, nameLength) { return malformed }
         switch nameLength {
         case 2 where equals(name, 2, "te"):
             // RFC 9113 §8.2.2: TE may only say "trailers".
-            return equalsIgnoringCase(value, valueLength, "trailers") ? .regular : .malformed
+            return equalsIgnoringCase(value, valueLength, "trailers") ? regular : malformed
         case 4 where equals(name, 4, "host"):
-            if valueLength == 0 || m.flags & RequestMessage.host != 0 || !isAuthority(value, valueLength) {
-                return .malformed
-            }
-            m.flags |= RequestMessage.host
-            return .regular
+            if valueLength == 0 || !isAuthority(value, valueLength) { return malformed }
+            return FieldClass(kind: .regular, pseudo: false, once: RequestMessage.host, sets: 0, contentLength: -1)
         case 14 where equals(name, 14, "content-length"):
-            if m.contentLength != -1 { return .malformed }
-            m.contentLength = parseLength(value, valueLength)
-            return m.contentLength == -1 ? .malformed : .regular
+            let length = parseLength(value, valueLength)
+            if length == -1 { return malformed }
+            return FieldClass(kind: .regular, pseudo: false, once: 0, sets: 0, contentLength: length)
         case 7 where equals(name, 7, "upgrade"),
              10 where equals(name, 10, "connection") || equals(name, 10, "keep-alive"),
              16 where equals(name, 16, "proxy-connection"),
              17 where equals(name, 17, "transfer-encoding"):
             // Connection-specific fields (RFC 9113 §8.2.2).
-            return .malformed
+            return malformed
         default:
-            return isValue(value, valueLength) ? .regular : .malformed
+            return isValue(value, valueLength) ? regular : malformed
         }
     }
 

@@ -1,0 +1,130 @@
+import CNGHTTP2
+
+/// A connection's classes of the header fields it has seen lately (``RequestMessageRules/FieldClass``),
+/// keyed by the reference-counted buffers nghttp2 hands the header callback.
+///
+/// A field the client's HPACK encoder indexed (in the static or the dynamic table) comes back as the
+/// same pair of name and value buffers on every request, so its bytes need not be judged again. An entry
+/// holds a reference to both buffers for as long as it keeps their addresses: a buffer is never changed,
+/// and one that is held is never freed, so no other bytes can come at a held address (the dynamic
+/// table dropping an entry, and the allocator handing its block out again, cannot make an entry lie).
+/// Static-table buffers are not counted by nghttp2 and live as long as the library.
+///
+/// Two entries per set, the set chosen by the name's buffer. A name whose kept value was never met
+/// again (a :path or content-length the client does not index) keeps that entry and its later values
+/// are not kept, so fields that change on every request cost no reference counting; a kept value that
+/// was met again gives way to the name's next value (a token renewed). Between different names, an
+/// entry used since the last miss in its set gets a second chance. At most ``heldBytes`` of names and
+/// values are held, none longer than ``longestField``. Not thread-safe: one connection, one loop.
+struct FieldVerdictCache {
+    struct Entry {
+        var name: OpaquePointer?
+        var value: OpaquePointer?
+        var nameBase: UnsafePointer<UInt8>?
+        var valueBase: UnsafePointer<UInt8>?
+        var nameLength: Int32
+        /// After the trimming the connection does (``HTTP2ServerConfiguration/trailingWhitespaceTrimmed``).
+        var valueLength: Int32
+        var verdict: RequestMessageRules.FieldClass
+        /// Kept or met since the last miss in its set.
+        var used: Bool
+        /// Met at least once since it was kept.
+        var met: Bool
+
+        static var empty: Entry { Entry(name: nil, value: nil, nameBase: nil, valueBase: nil, nameLength: 0, valueLength: 0,
+                                 verdict: .init(kind: .malformed, pseudo: false, once: 0, sets: 0, contentLength: -1),
+                                 used: false, met: false) }
+    }
+
+    static let sets = 16
+    /// The most name and value bytes of one field kept.
+    static let longestField = 512
+    /// The most name and value bytes held by one connection's cache.
+    static let heldBytes = 4096
+
+    /// `sets` pairs of entries.
+    let entries: UnsafeMutablePointer<Entry>
+    /// Name and value bytes held now.
+    let held: UnsafeMutablePointer<Int>
+
+    init() {
+        entries = .allocate(capacity: 2 * FieldVerdictCache.sets)
+        entries.initialize(repeating: .empty, count: 2 * FieldVerdictCache.sets)
+        held = .allocate(capacity: 1)
+        held.initialize(to: 0)
+    }
+
+    /// The pair of entries where fields named by `name` are kept.
+    @inline(__always) func set(_ name: OpaquePointer) -> UnsafeMutablePointer<Entry> {
+        let key = UInt(bitPattern: Int(bitPattern: name)) &* 0x9E37_79B9_7F4A_7C15
+        return entries + 2 * Int(truncatingIfNeeded: key >> 60)
+    }
+
+    /// The entry of `set` that holds the pair `name`, `value`, marked as met; nil when none does.
+    @inline(__always) static func find(_ set: UnsafeMutablePointer<Entry>, _ name: OpaquePointer,
+                                       _ value: OpaquePointer) -> UnsafeMutablePointer<Entry>? {
+        var e = set
+        if e.pointee.value != value || e.pointee.name != name {
+            e += 1
+            if e.pointee.value != value || e.pointee.name != name { return nil }
+        }
+        e.pointee.used = true
+        e.pointee.met = true
+        return e
+    }
+
+    /// Keeps a field that missed, in `set` (see the type's comment for when it does not).
+    func offer(_ set: UnsafeMutablePointer<Entry>, name: OpaquePointer, value: OpaquePointer,
+               _ n: UnsafePointer<UInt8>, _ nl: Int, _ v: UnsafePointer<UInt8>, _ vl: Int,
+               _ verdict: RequestMessageRules.FieldClass) {
+        let a = set, b = set + 1
+        let e: UnsafeMutablePointer<Entry>
+        if a.pointee.name == name || b.pointee.name == name {
+            let same = a.pointee.name == name ? a : b
+            if !same.pointee.met { return }
+            e = same
+        } else if a.pointee.name == nil {
+            e = a
+        } else if b.pointee.name == nil {
+            e = b
+        } else if !a.pointee.used {
+            e = a
+        } else if !b.pointee.used {
+            e = b
+        } else {
+            a.pointee.used = false
+            b.pointee.used = false
+            return
+        }
+        let bytes = nl + vl
+        let freed = e.pointee.name == nil ? 0 : Int(e.pointee.nameLength) + Int(e.pointee.valueLength)
+        if bytes > FieldVerdictCache.longestField || held.pointee - freed + bytes > FieldVerdictCache.heldBytes { return }
+        nghttp2_rcbuf_incref(name)
+        nghttp2_rcbuf_incref(value)
+        release(e)
+        e.pointee = Entry(name: name, value: value, nameBase: n, valueBase: v, nameLength: Int32(nl), valueLength: Int32(vl),
+                          verdict: verdict, used: true, met: false)
+        held.pointee += bytes
+    }
+
+    /// Lets go of `e`'s buffers, if it holds any.
+    private func release(_ e: UnsafeMutablePointer<Entry>) {
+        guard e.pointee.name != nil else { return }
+        held.pointee -= Int(e.pointee.nameLength) + Int(e.pointee.valueLength)
+        nghttp2_rcbuf_decref(e.pointee.name)
+        nghttp2_rcbuf_decref(e.pointee.value)
+        e.pointee = .empty
+    }
+
+    /// Lets go of every buffer held (the connection closed); the cache stays usable.
+    func clear() {
+        for i in 0..<2 * FieldVerdictCache.sets { release(entries + i) }
+    }
+
+    /// Lets go of every buffer held and frees the cache.
+    func free() {
+        clear()
+        entries.deallocate()
+        held.deallocate()
+    }
+}
