@@ -18,8 +18,9 @@ import CNGHTTP2
 /// values are held, none longer than ``longestField``. Not thread-safe: one connection, one loop.
 struct FieldVerdictCache {
     struct Entry {
-        var name: OpaquePointer?
-        var value: OpaquePointer?
+        /// The buffers' addresses (0: no entry), compared as integers.
+        var name: UInt
+        var value: UInt
         var nameBase: UnsafePointer<UInt8>?
         var valueBase: UnsafePointer<UInt8>?
         var nameLength: Int32
@@ -31,7 +32,7 @@ struct FieldVerdictCache {
         /// Met at least once since it was kept.
         var met: Bool
 
-        static var empty: Entry { Entry(name: nil, value: nil, nameBase: nil, valueBase: nil, nameLength: 0, valueLength: 0,
+        static var empty: Entry { Entry(name: 0, value: 0, nameBase: nil, valueBase: nil, nameLength: 0, valueLength: 0,
                                  verdict: .init(kind: .malformed, pseudo: false, once: 0, sets: 0, contentLength: -1),
                                  used: false, met: false) }
     }
@@ -56,17 +57,18 @@ struct FieldVerdictCache {
 
     /// The pair of entries where fields named by `name` are kept.
     @inline(__always) func set(_ name: OpaquePointer) -> UnsafeMutablePointer<Entry> {
-        let key = UInt(bitPattern: Int(bitPattern: name)) &* 0x9E37_79B9_7F4A_7C15
+        let key = UInt(bitPattern: name) &* 0x9E37_79B9_7F4A_7C15
         return entries + 2 * Int(truncatingIfNeeded: key >> 60)
     }
 
     /// The entry of `set` that holds the pair `name`, `value`, marked as met; nil when none does.
     @inline(__always) static func find(_ set: UnsafeMutablePointer<Entry>, _ name: OpaquePointer,
                                        _ value: OpaquePointer) -> UnsafeMutablePointer<Entry>? {
+        let n = UInt(bitPattern: name), v = UInt(bitPattern: value)
         var e = set
-        if e.pointee.value != value || e.pointee.name != name {
+        if e.pointee.value != v || e.pointee.name != n {
             e += 1
-            if e.pointee.value != value || e.pointee.name != name { return nil }
+            if e.pointee.value != v || e.pointee.name != n { return nil }
         }
         e.pointee.used = true
         e.pointee.met = true
@@ -77,15 +79,15 @@ struct FieldVerdictCache {
     func offer(_ set: UnsafeMutablePointer<Entry>, name: OpaquePointer, value: OpaquePointer,
                _ n: UnsafePointer<UInt8>, _ nl: Int, _ v: UnsafePointer<UInt8>, _ vl: Int,
                _ verdict: RequestMessageRules.FieldClass) {
-        let a = set, b = set + 1
+        let a = set, b = set + 1, key = UInt(bitPattern: name)
         let e: UnsafeMutablePointer<Entry>
-        if a.pointee.name == name || b.pointee.name == name {
-            let same = a.pointee.name == name ? a : b
+        if a.pointee.name == key || b.pointee.name == key {
+            let same = a.pointee.name == key ? a : b
             if !same.pointee.met { return }
             e = same
-        } else if a.pointee.name == nil {
+        } else if a.pointee.name == 0 {
             e = a
-        } else if b.pointee.name == nil {
+        } else if b.pointee.name == 0 {
             e = b
         } else if !a.pointee.used {
             e = a
@@ -97,22 +99,22 @@ struct FieldVerdictCache {
             return
         }
         let bytes = nl + vl
-        let freed = e.pointee.name == nil ? 0 : Int(e.pointee.nameLength) + Int(e.pointee.valueLength)
+        let freed = e.pointee.name == 0 ? 0 : Int(e.pointee.nameLength) + Int(e.pointee.valueLength)
         if bytes > FieldVerdictCache.longestField || held.pointee - freed + bytes > FieldVerdictCache.heldBytes { return }
         nghttp2_rcbuf_incref(name)
         nghttp2_rcbuf_incref(value)
         release(e)
-        e.pointee = Entry(name: name, value: value, nameBase: n, valueBase: v, nameLength: Int32(nl), valueLength: Int32(vl),
+        e.pointee = Entry(name: key, value: UInt(bitPattern: value), nameBase: n, valueBase: v, nameLength: Int32(nl), valueLength: Int32(vl),
                           verdict: verdict, used: true, met: false)
         held.pointee += bytes
     }
 
     /// Lets go of `e`'s buffers, if it holds any.
     private func release(_ e: UnsafeMutablePointer<Entry>) {
-        guard e.pointee.name != nil else { return }
+        guard e.pointee.name != 0 else { return }
         held.pointee -= Int(e.pointee.nameLength) + Int(e.pointee.valueLength)
-        nghttp2_rcbuf_decref(e.pointee.name)
-        nghttp2_rcbuf_decref(e.pointee.value)
+        nghttp2_rcbuf_decref(OpaquePointer(bitPattern: e.pointee.name))
+        nghttp2_rcbuf_decref(OpaquePointer(bitPattern: e.pointee.value))
         e.pointee = .empty
     }
 
