@@ -27,6 +27,8 @@ struct FieldVerdictCache {
         /// After the trimming the connection does (``HTTP2ServerConfiguration/trailingWhitespaceTrimmed``).
         var valueLength: Int32
         var verdict: RequestMessageRules.FieldClass
+        /// What the name is, for the name's other values.
+        var nameKind: RequestMessageRules.Name
         /// Kept or met since the last miss in its set.
         var used: Bool
         /// Met at least once since it was kept.
@@ -34,7 +36,7 @@ struct FieldVerdictCache {
 
         static var empty: Entry { Entry(name: 0, value: 0, nameBase: nil, valueBase: nil, nameLength: 0, valueLength: 0,
                                  verdict: .init(kind: .malformed, pseudo: false, once: 0, sets: 0, contentLength: -1),
-                                 used: false, met: false) }
+                                 nameKind: .invalid, used: false, met: false) }
     }
 
     static let sets = 16
@@ -75,10 +77,18 @@ struct FieldVerdictCache {
         return e
     }
 
+    /// The entry of `set` that holds a value of the name `name` (its bytes and what it is), when one does.
+    @inline(__always) static func named(_ set: UnsafeMutablePointer<Entry>, _ name: OpaquePointer) -> UnsafeMutablePointer<Entry>? {
+        let n = UInt(bitPattern: name)
+        if set.pointee.name == n { return set }
+        if (set + 1).pointee.name == n { return set + 1 }
+        return nil
+    }
+
     /// Keeps a field that missed, in `set` (see the type's comment for when it does not).
     func offer(_ set: UnsafeMutablePointer<Entry>, name: OpaquePointer, value: OpaquePointer,
                _ n: UnsafePointer<UInt8>, _ nl: Int, _ v: UnsafePointer<UInt8>, _ vl: Int,
-               _ verdict: RequestMessageRules.FieldClass) {
+               _ nameKind: RequestMessageRules.Name, _ verdict: RequestMessageRules.FieldClass) {
         let a = set, b = set + 1, key = UInt(bitPattern: name)
         let e: UnsafeMutablePointer<Entry>
         if a.pointee.name == key || b.pointee.name == key {
@@ -105,7 +115,7 @@ struct FieldVerdictCache {
         nghttp2_rcbuf_incref(value)
         release(e)
         e.pointee = Entry(name: key, value: UInt(bitPattern: value), nameBase: n, valueBase: v, nameLength: Int32(nl), valueLength: Int32(vl),
-                          verdict: verdict, used: true, met: false)
+                          verdict: verdict, nameKind: nameKind, used: true, met: false)
         held.pointee += bytes
     }
 

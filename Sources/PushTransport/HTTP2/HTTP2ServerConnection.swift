@@ -190,9 +190,19 @@ public final class HTTP2ServerConnection: HTTP2Session {
             valuelen = Int(e.pointee.valueLength)
             verdict = e.pointee.verdict
         } else {
-            let n = nghttp2_rcbuf_get_buf(nameBuffer), v = nghttp2_rcbuf_get_buf(valueBuffer)
-            name = UnsafePointer(n.base!)
-            namelen = n.len
+            // A name kept with another value is not read again.
+            let kind: RequestMessageRules.Name
+            if let known = FieldVerdictCache.named(set, nameBuffer) {
+                name = known.pointee.nameBase!
+                namelen = Int(known.pointee.nameLength)
+                kind = known.pointee.nameKind
+            } else {
+                let n = nghttp2_rcbuf_get_buf(nameBuffer)
+                name = UnsafePointer(n.base!)
+                namelen = n.len
+                kind = RequestMessageRules.kind(name, namelen)
+            }
+            let v = nghttp2_rcbuf_get_buf(valueBuffer)
             value = UnsafePointer(v.base!)
             var vl = v.len
             if vl > 0, value[vl - 1] == 0x20 || value[vl - 1] == 0x09, !trimmedFields.isEmpty,
@@ -200,8 +210,8 @@ public final class HTTP2ServerConnection: HTTP2Session {
                 while vl > 0 && (value[vl - 1] == 0x20 || value[vl - 1] == 0x09) { vl -= 1 }
             }
             valuelen = vl
-            verdict = RequestMessageRules.classify(name, namelen, value, valuelen)
-            fieldCache.offer(set, name: nameBuffer, value: valueBuffer, name, namelen, value, valuelen, verdict)
+            verdict = RequestMessageRules.classify(kind, value, valuelen)
+            fieldCache.offer(set, name: nameBuffer, value: valueBuffer, name, namelen, value, valuelen, kind, verdict)
         }
         let kind = RequestMessageRules.apply(verdict, &s.pointee.message, trailer: s.pointee.headersDone)
         if kind == .malformed {

@@ -80,35 +80,83 @@ enum RequestMessageRules {
         return .regular
     }
 
+    /// What a field's name alone says: which of the fields the rules single out it is.
+    enum Name: UInt8 {
+        case path, method, scheme, authority
+        /// A pseudo-header field the server does not know (or an empty name after the colon).
+        case unknownPseudo
+        case te, host, contentLength
+        /// A connection-specific field (RFC 9113 §8.2.2).
+        case connectionSpecific
+        /// Not a lower-case token (RFC 9113 §8.2.1).
+        case invalid
+        /// Any other regular field.
+        case other
+    }
+
     /// The class of a field from its bytes alone.
     @inline(__always)
     static func classify(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
                          _ valueLength: Int) -> FieldClass {
+        classify(kind(name, nameLength), value, valueLength)
+    }
+
+    /// What the name `name` is.
+    @inline(__always)
+    static func kind(_ name: UnsafePointer<UInt8>, _ nameLength: Int) -> Name {
         if nameLength > 0 && name[0] == UInt8(ascii: ":") {
-            return pseudoField(name, nameLength, value, valueLength)
+            switch nameLength {
+            case 5 where equals(name, nameLength, ":path"): return .path
+            case 7 where equals(name, nameLength, ":method"): return .method
+            case 7 where equals(name, nameLength, ":scheme"): return .scheme
+            case 10 where equals(name, nameLength, ":authority"): return .authority
+            // :protocol too: the server does not offer extended CONNECT (RFC 8441).
+            default: return .unknownPseudo
+            }
         }
-        return regularField(name, nameLength, value, valueLength)
+        if !isName(name, nameLength) { return .invalid }
+        switch nameLength {
+        case 2 where equals(name, 2, "te"): return .te
+        case 4 where equals(name, 4, "host"): return .host
+        case 14 where equals(name, 14, "content-length"): return .contentLength
+        case 7 where equals(name, 7, "upgrade"),
+             10 where equals(name, 10, "connection") || equals(name, 10, "keep-alive"),
+             16 where equals(name, 16, "proxy-connection"),
+             17 where equals(name, 17, "transfer-encoding"):
+            return .connectionSpecific
+        default: return .other
+        }
+    }
+
+    /// The class of a field named as `name` says, with the value `value`.
+    @inline(__always)
+    static func classify(_ name: Name, _ value: UnsafePointer<UInt8>, _ valueLength: Int) -> FieldClass {
+        switch name {
+        case .path, .method, .scheme, .authority, .unknownPseudo:
+            return pseudoField(name, value, valueLength)
+        default:
+            return regularField(name, value, valueLength)
+        }
     }
 
     @inline(__always)
-    private static func pseudoField(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
-                                    _ valueLength: Int) -> FieldClass {
+    private static func pseudoField(_ name: Name, _ value: UnsafePointer<UInt8>, _ valueLength: Int) -> FieldClass {
         let malformed = FieldClass(kind: .malformed, pseudo: true, once: 0, sets: 0, contentLength: -1)
         // An empty or unknown pseudo-header field is malformed; so is one whose value has a byte its
         // kind does not allow.
         if valueLength == 0 { return malformed }
-        switch nameLength {
-        case 5 where equals(name, nameLength, ":path"):
+        switch name {
+        case .path:
             guard allPath(value, valueLength) else { return malformed }
             let sets = value[0] == UInt8(ascii: "/") ? RequestMessage.pathSlash
                 : valueLength == 1 && value[0] == UInt8(ascii: "*") ? RequestMessage.pathAsterisk : 0
             return FieldClass(kind: .path, pseudo: true, once: RequestMessage.path, sets: sets, contentLength: -1)
-        case 7 where equals(name, nameLength, ":method"):
+        case .method:
             guard isMethod(value, valueLength) else { return malformed }
             let sets = valueLength == 7 && equals(value, 7, "CONNECT") ? RequestMessage.connect
                 : valueLength == 7 && equals(value, 7, "OPTIONS") ? RequestMessage.options : 0
             return FieldClass(kind: .method, pseudo: true, once: RequestMessage.method, sets: sets, contentLength: -1)
-        case 7 where equals(name, nameLength, ":scheme"):
+        case .scheme:
             let sets: UInt16
             if isHTTP(value, valueLength) {
                 sets = RequestMessage.schemeHTTP
@@ -118,41 +166,34 @@ enum RequestMessageRules {
                 return malformed
             }
             return FieldClass(kind: .scheme, pseudo: true, once: RequestMessage.scheme, sets: sets, contentLength: -1)
-        case 10 where equals(name, nameLength, ":authority"):
+        case .authority:
             guard isAuthority(value, valueLength) else { return malformed }
             return FieldClass(kind: .authority, pseudo: true, once: RequestMessage.authority, sets: 0, contentLength: -1)
         default:
-            // :protocol too: the server does not offer extended CONNECT (RFC 8441).
             return malformed
         }
     }
 
     @inline(__always)
-    private static func regularField(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
-                                     _ valueLength: Int) -> FieldClass {
+    private static func regularField(_ name: Name, _ value: UnsafePointer<UInt8>, _ valueLength: Int) -> FieldClass {
         let malformed = FieldClass(kind: .malformed, pseudo: false, once: 0, sets: 0, contentLength: -1)
         let regular = FieldClass(kind: .regular, pseudo: false, once: 0, sets: 0, contentLength: -1)
-        // Names are lower-case tokens (RFC 9113 §8.2.1).
-        if !isName(name, nameLength) { return malformed }
-        switch nameLength {
-        case 2 where equals(name, 2, "te"):
+        switch name {
+        case .te:
             // RFC 9113 §8.2.2: TE may only say "trailers".
             return equalsIgnoringCase(value, valueLength, "trailers") ? regular : malformed
-        case 4 where equals(name, 4, "host"):
+        case .host:
             if valueLength == 0 || !isAuthority(value, valueLength) { return malformed }
             return FieldClass(kind: .regular, pseudo: false, once: RequestMessage.host, sets: 0, contentLength: -1)
-        case 14 where equals(name, 14, "content-length"):
+        case .contentLength:
             let length = parseLength(value, valueLength)
             if length == -1 { return malformed }
             return FieldClass(kind: .regular, pseudo: false, once: 0, sets: 0, contentLength: length)
-        case 7 where equals(name, 7, "upgrade"),
-             10 where equals(name, 10, "connection") || equals(name, 10, "keep-alive"),
-             16 where equals(name, 16, "proxy-connection"),
-             17 where equals(name, 17, "transfer-encoding"):
-            // Connection-specific fields (RFC 9113 §8.2.2).
-            return malformed
-        default:
+        case .other:
             return isValue(value, valueLength) ? regular : malformed
+        default:
+            // Not a token, or connection-specific.
+            return malformed
         }
     }
 

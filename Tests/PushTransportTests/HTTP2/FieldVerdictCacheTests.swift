@@ -81,7 +81,14 @@ private enum HPACK {
         #expect(send(peer, 21, HPACK.start + HPACK.indexed(64) + HPACK.indexed(62), body: [1, 2, 3]) == malformed)
         #expect(send(peer, 23, HPACK.start + HPACK.indexed(64) + HPACK.indexed(62) + HPACK.indexed(62), body: [1, 2]) == malformed)
         #expect(send(peer, 25, HPACK.start + HPACK.indexed(64) + HPACK.indexed(62), body: [1, 2]) == .ok)
-        #expect(s.requests == 8)
+        // New values of names kept with other values (:path, content-length, x-a): judged as values of
+        // those names.
+        #expect(send(peer, 27, HPACK.indexed(3) + HPACK.indexed(6) + HPACK.literal(name: 4, Array("/a b".utf8))
+                                 + HPACK.indexed(64)) == malformed)
+        #expect(send(peer, 29, HPACK.start + HPACK.indexed(64) + HPACK.literal(name: 28, Array("x".utf8)), body: [1]) == malformed)
+        #expect(send(peer, 31, HPACK.start + HPACK.indexed(64) + HPACK.literal(name: 28, Array("1".utf8)), body: [1]) == .ok)
+        #expect(send(peer, 33, HPACK.start + HPACK.indexed(64) + HPACK.literal(name: 63, Array(" ok".utf8))) == malformed)
+        #expect(s.requests == 9)
     }
 
     /// The dynamic table drops its entries (a size update to 0) and the client adds new ones of the
