@@ -351,7 +351,19 @@ enum RequestMessageRules {
     /// Every byte of a :path value visible (0x21-0x7e) or above 0x7f.
     @inline(__always) static func allPath(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
         if n < 4 { return all(p, n, CharClass.path) }
-        return everyWord(p, n) { w in anyBelow(w, 0x21) | anyEqual(w, 0x7f) == 0 }
+        if n < 16 { return everyWord(p, n) { w in anyBelow(w, 0x21) | anyEqual(w, 0x7f) == 0 } }
+        // An APNs path (64 hex digits of token) is long: two words a step, one test for both, the last
+        // pair overlapping the one before.
+        let raw = UnsafeRawPointer(p)
+        var i = 0
+        while true {
+            let at = min(i, n - 16)
+            let a = raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+            let b = raw.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)
+            if anyBelow(a, 0x21) | anyEqual(a, 0x7f) | anyBelow(b, 0x21) | anyEqual(b, 0x7f) != 0 { return false }
+            i += 16
+            if i >= n { return true }
+        }
     }
 
     /// "http" or "https", in any case.
