@@ -176,6 +176,8 @@ public final class HTTP2ServerConnection: HTTP2Session {
         return 0
     }
 
+    // Inlined into its one caller, the header callback: a call frame less for every field.
+    @inline(__always)
     func header(_ frame: UnsafePointer<nghttp2_frame>, _ nameBuffer: OpaquePointer, _ valueBuffer: OpaquePointer) {
         // A request refused already (its header list over the limit: 431 at its end) is not judged
         // further: an HPACK bomb's thousands of fields cost nothing more once the limit is passed.
