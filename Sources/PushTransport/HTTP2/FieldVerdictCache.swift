@@ -119,6 +119,49 @@ struct FieldVerdictCache {
         held.pointee += bytes
     }
 
+    /// A field as the header callback hands it over: its bytes (the value without the trailing white
+    /// space `trimming` names call for) and its class, kept or judged now (and kept if it qualifies).
+    struct Field {
+        var name: UnsafePointer<UInt8>
+        var nameLength: Int
+        var value: UnsafePointer<UInt8>
+        var valueLength: Int
+        var verdict: RequestMessageRules.FieldClass
+    }
+
+    /// The field of the buffers `nameBuffer` and `valueBuffer`; `trimming`: the names whose values
+    /// lose their trailing spaces and tabs (``HTTP2ServerConfiguration/trailingWhitespaceTrimmed``).
+    @inline(__always)
+    func field(_ nameBuffer: OpaquePointer, _ valueBuffer: OpaquePointer, trimming: [[UInt8]]) -> Field {
+        let set = set(nameBuffer)
+        if let e = FieldVerdictCache.find(set, nameBuffer, valueBuffer) {
+            return Field(name: e.pointee.nameBase!, nameLength: Int(e.pointee.nameLength),
+                         value: e.pointee.valueBase!, valueLength: Int(e.pointee.valueLength), verdict: e.pointee.verdict)
+        }
+        // A name kept with another value is not read again.
+        let name: UnsafePointer<UInt8>, namelen: Int, kind: RequestMessageRules.Name
+        if let known = FieldVerdictCache.named(set, nameBuffer) {
+            name = known.pointee.nameBase!
+            namelen = Int(known.pointee.nameLength)
+            kind = known.pointee.nameKind
+        } else {
+            let n = nghttp2_rcbuf_get_buf(nameBuffer)
+            name = UnsafePointer(n.base!)
+            namelen = n.len
+            kind = RequestMessageRules.kind(name, namelen)
+        }
+        let v = nghttp2_rcbuf_get_buf(valueBuffer)
+        let value = UnsafePointer<UInt8>(v.base!)
+        var vl = v.len
+        if vl > 0, value[vl - 1] == 0x20 || value[vl - 1] == 0x09, !trimming.isEmpty,
+           trimming.contains(where: { $0.elementsEqual(UnsafeBufferPointer(start: name, count: namelen)) }) {
+            while vl > 0 && (value[vl - 1] == 0x20 || value[vl - 1] == 0x09) { vl -= 1 }
+        }
+        let verdict = RequestMessageRules.classify(kind, value, vl)
+        offer(set, name: nameBuffer, value: valueBuffer, name, namelen, value, vl, kind, verdict)
+        return Field(name: name, nameLength: namelen, value: value, valueLength: vl, verdict: verdict)
+    }
+
     /// Lets go of `e`'s buffers, if it holds any.
     private func release(_ e: UnsafeMutablePointer<Entry>) {
         guard e.pointee.name != 0 else { return }

@@ -182,39 +182,8 @@ public final class HTTP2ServerConnection: HTTP2Session {
         // A request refused already (its header list over the limit: 431 at its end) is not judged
         // further: an HPACK bomb's thousands of fields cost nothing more once the limit is passed.
         guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.rejection == .none else { return }
-        let name: UnsafePointer<UInt8>, namelen: Int, value: UnsafePointer<UInt8>, valuelen: Int
-        let verdict: RequestMessageRules.FieldClass
-        let set = fieldCache.set(nameBuffer)
-        if let e = FieldVerdictCache.find(set, nameBuffer, valueBuffer) {
-            name = e.pointee.nameBase!
-            namelen = Int(e.pointee.nameLength)
-            value = e.pointee.valueBase!
-            valuelen = Int(e.pointee.valueLength)
-            verdict = e.pointee.verdict
-        } else {
-            // A name kept with another value is not read again.
-            let kind: RequestMessageRules.Name
-            if let known = FieldVerdictCache.named(set, nameBuffer) {
-                name = known.pointee.nameBase!
-                namelen = Int(known.pointee.nameLength)
-                kind = known.pointee.nameKind
-            } else {
-                let n = nghttp2_rcbuf_get_buf(nameBuffer)
-                name = UnsafePointer(n.base!)
-                namelen = n.len
-                kind = RequestMessageRules.kind(name, namelen)
-            }
-            let v = nghttp2_rcbuf_get_buf(valueBuffer)
-            value = UnsafePointer(v.base!)
-            var vl = v.len
-            if vl > 0, value[vl - 1] == 0x20 || value[vl - 1] == 0x09, !trimmedFields.isEmpty,
-               trimmedFields.contains(where: { $0.elementsEqual(UnsafeBufferPointer(start: name, count: namelen)) }) {
-                while vl > 0 && (value[vl - 1] == 0x20 || value[vl - 1] == 0x09) { vl -= 1 }
-            }
-            valuelen = vl
-            verdict = RequestMessageRules.classify(kind, value, valuelen)
-            fieldCache.offer(set, name: nameBuffer, value: valueBuffer, name, namelen, value, valuelen, kind, verdict)
-        }
+        let f = fieldCache.field(nameBuffer, valueBuffer, trimming: trimmedFields)
+        let name = f.name, namelen = f.nameLength, value = f.value, valuelen = f.valueLength, verdict = f.verdict
         let kind = RequestMessageRules.apply(verdict, &s.pointee.message, trailer: s.pointee.headersDone)
         if kind == .malformed {
             malformed(s, inHeaders: true)
@@ -486,7 +455,6 @@ public final class HTTP2ServerConnection: HTTP2Session {
         readPaused = false
         transport?.startReading()
     }
-
 
     /// After a graceful GOAWAY whose streams are all answered and written: the sending side ends (over
     /// TLS, close_notify, then FIN) and what the client still sends is read and dropped until it closes,
