@@ -34,88 +34,166 @@ enum RequestMessageRules {
         case regular, method, path, authority, scheme, malformed
     }
 
+    /// What a field's bytes say on their own, before the request's state is taken into account: the
+    /// kind of field (`.malformed` when its bytes alone make it so), the flag of a field that may come
+    /// once, the flags it sets when accepted, and a content-length's value. The server keeps these for
+    /// the fields a connection repeats (``FieldVerdictCache``), so a repeated field is judged without
+    /// reading its bytes again.
+    struct FieldClass {
+        var kind: Field
+        var pseudo: Bool
+        /// The flag of a field allowed once per request (a pseudo-header field, host), else 0.
+        var once: UInt16
+        /// Flags the field sets besides `once` when it is accepted.
+        var sets: UInt16
+        /// A content-length field's value; -1 for every other field.
+        var contentLength: Int64
+    }
+
     /// Judges one field of a request's header section (`trailer`: of its trailer section) and records
     /// what it declares in `m`.
     @inline(__always)
     static func field(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>, _ valueLength: Int,
                       _ m: inout RequestMessage, trailer: Bool) -> Field {
-        if nameLength > 0 && name[0] == UInt8(ascii: ":") {
-            return pseudoField(name, nameLength, value, valueLength, &m, trailer: trailer)
-        }
-        return regularField(name, nameLength, value, valueLength, &m)
+        apply(classify(name, nameLength, value, valueLength), &m, trailer: trailer)
     }
 
+    /// The verdict on a field of class `c` where the request stands at `m` (`trailer`: in its trailer
+    /// section); records what the field declares in `m`.
     @inline(__always)
-    private static func pseudoField(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
-                                    _ valueLength: Int, _ m: inout RequestMessage, trailer: Bool) -> Field {
-        // A pseudo-header field in trailers, after a regular field, repeated, empty or unknown is
-        // malformed; so is one whose value has a byte its kind does not allow.
-        if trailer || m.flags & RequestMessage.pseudoClosed != 0 || valueLength == 0 { return .malformed }
-        let kind: Field
-        let flag: UInt16
-        switch nameLength {
-        case 5 where equals(name, nameLength, ":path"):
-            guard allPath(value, valueLength) else { return .malformed }
-            kind = .path; flag = RequestMessage.path
-        case 7 where equals(name, nameLength, ":method"):
-            guard isMethod(value, valueLength) else { return .malformed }
-            kind = .method; flag = RequestMessage.method
-        case 7 where equals(name, nameLength, ":scheme"):
-            if isHTTP(value, valueLength) {
-                m.flags |= RequestMessage.schemeHTTP
-            } else if !isScheme(value, valueLength) {
+    static func apply(_ c: FieldClass, _ m: inout RequestMessage, trailer: Bool) -> Field {
+        if c.pseudo {
+            // A pseudo-header field in trailers, after a regular field or repeated is malformed.
+            if trailer || m.flags & RequestMessage.pseudoClosed != 0 || c.kind == .malformed || m.flags & c.once != 0 {
                 return .malformed
             }
-            kind = .scheme; flag = RequestMessage.scheme
-        case 10 where equals(name, nameLength, ":authority"):
-            guard isAuthority(value, valueLength) else { return .malformed }
-            kind = .authority; flag = RequestMessage.authority
-        default:
-            // :protocol too: the server does not offer extended CONNECT (RFC 8441).
-            return .malformed
+            m.flags |= c.once | c.sets
+            return c.kind
         }
-        if m.flags & flag != 0 { return .malformed }
-        m.flags |= flag
-        switch kind {
-        case .method:
-            if valueLength == 7 && equals(value, 7, "CONNECT") { m.flags |= RequestMessage.connect }
-            else if valueLength == 7 && equals(value, 7, "OPTIONS") { m.flags |= RequestMessage.options }
-        case .path:
-            if value[0] == UInt8(ascii: "/") { m.flags |= RequestMessage.pathSlash }
-            else if valueLength == 1 && value[0] == UInt8(ascii: "*") { m.flags |= RequestMessage.pathAsterisk }
-        default: break
-        }
-        return kind
-    }
-
-    @inline(__always)
-    private static func regularField(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
-                                     _ valueLength: Int, _ m: inout RequestMessage) -> Field {
         m.flags |= RequestMessage.pseudoClosed
-        // Names are lower-case tokens (RFC 9113 §8.2.1).
-        if !isName(name, nameLength) { return .malformed }
-        switch nameLength {
-        case 2 where equals(name, 2, "te"):
-            // RFC 9113 §8.2.2: TE may only say "trailers".
-            return equalsIgnoringCase(value, valueLength, "trailers") ? .regular : .malformed
-        case 4 where equals(name, 4, "host"):
-            if valueLength == 0 || m.flags & RequestMessage.host != 0 || !isAuthority(value, valueLength) {
-                return .malformed
-            }
-            m.flags |= RequestMessage.host
-            return .regular
-        case 14 where equals(name, 14, "content-length"):
+        if c.kind == .malformed || m.flags & c.once != 0 { return .malformed }
+        m.flags |= c.once
+        if c.contentLength >= 0 {
             if m.contentLength != -1 { return .malformed }
-            m.contentLength = parseLength(value, valueLength)
-            return m.contentLength == -1 ? .malformed : .regular
+            m.contentLength = c.contentLength
+        }
+        return .regular
+    }
+
+    /// What a field's name alone says: which of the fields the rules single out it is.
+    enum Name: UInt8 {
+        case path, method, scheme, authority
+        /// A pseudo-header field the server does not know (or an empty name after the colon).
+        case unknownPseudo
+        case te, host, contentLength
+        /// A connection-specific field (RFC 9113 §8.2.2).
+        case connectionSpecific
+        /// Not a lower-case token (RFC 9113 §8.2.1).
+        case invalid
+        /// Any other regular field.
+        case other
+    }
+
+    /// The class of a field from its bytes alone.
+    @inline(__always)
+    static func classify(_ name: UnsafePointer<UInt8>, _ nameLength: Int, _ value: UnsafePointer<UInt8>,
+                         _ valueLength: Int) -> FieldClass {
+        classify(kind(name, nameLength), value, valueLength)
+    }
+
+    /// What the name `name` is.
+    @inline(__always)
+    static func kind(_ name: UnsafePointer<UInt8>, _ nameLength: Int) -> Name {
+        if nameLength > 0 && name[0] == UInt8(ascii: ":") {
+            switch nameLength {
+            case 5 where equals(name, nameLength, ":path"): return .path
+            case 7 where equals(name, nameLength, ":method"): return .method
+            case 7 where equals(name, nameLength, ":scheme"): return .scheme
+            case 10 where equals(name, nameLength, ":authority"): return .authority
+            // :protocol too: the server does not offer extended CONNECT (RFC 8441).
+            default: return .unknownPseudo
+            }
+        }
+        if !isName(name, nameLength) { return .invalid }
+        switch nameLength {
+        case 2 where equals(name, 2, "te"): return .te
+        case 4 where equals(name, 4, "host"): return .host
+        case 14 where equals(name, 14, "content-length"): return .contentLength
         case 7 where equals(name, 7, "upgrade"),
              10 where equals(name, 10, "connection") || equals(name, 10, "keep-alive"),
              16 where equals(name, 16, "proxy-connection"),
              17 where equals(name, 17, "transfer-encoding"):
-            // Connection-specific fields (RFC 9113 §8.2.2).
-            return .malformed
+            return .connectionSpecific
+        default: return .other
+        }
+    }
+
+    /// The class of a field named as `name` says, with the value `value`.
+    @inline(__always)
+    static func classify(_ name: Name, _ value: UnsafePointer<UInt8>, _ valueLength: Int) -> FieldClass {
+        switch name {
+        case .path, .method, .scheme, .authority, .unknownPseudo:
+            return pseudoField(name, value, valueLength)
         default:
-            return isValue(value, valueLength) ? .regular : .malformed
+            return regularField(name, value, valueLength)
+        }
+    }
+
+    @inline(__always)
+    private static func pseudoField(_ name: Name, _ value: UnsafePointer<UInt8>, _ valueLength: Int) -> FieldClass {
+        let malformed = FieldClass(kind: .malformed, pseudo: true, once: 0, sets: 0, contentLength: -1)
+        // An empty or unknown pseudo-header field is malformed; so is one whose value has a byte its
+        // kind does not allow.
+        if valueLength == 0 { return malformed }
+        switch name {
+        case .path:
+            guard allPath(value, valueLength) else { return malformed }
+            let sets = value[0] == UInt8(ascii: "/") ? RequestMessage.pathSlash
+                : valueLength == 1 && value[0] == UInt8(ascii: "*") ? RequestMessage.pathAsterisk : 0
+            return FieldClass(kind: .path, pseudo: true, once: RequestMessage.path, sets: sets, contentLength: -1)
+        case .method:
+            guard isMethod(value, valueLength) else { return malformed }
+            let sets = valueLength == 7 && equals(value, 7, "CONNECT") ? RequestMessage.connect
+                : valueLength == 7 && equals(value, 7, "OPTIONS") ? RequestMessage.options : 0
+            return FieldClass(kind: .method, pseudo: true, once: RequestMessage.method, sets: sets, contentLength: -1)
+        case .scheme:
+            let sets: UInt16
+            if isHTTP(value, valueLength) {
+                sets = RequestMessage.schemeHTTP
+            } else if isScheme(value, valueLength) {
+                sets = 0
+            } else {
+                return malformed
+            }
+            return FieldClass(kind: .scheme, pseudo: true, once: RequestMessage.scheme, sets: sets, contentLength: -1)
+        case .authority:
+            guard isAuthority(value, valueLength) else { return malformed }
+            return FieldClass(kind: .authority, pseudo: true, once: RequestMessage.authority, sets: 0, contentLength: -1)
+        default:
+            return malformed
+        }
+    }
+
+    @inline(__always)
+    private static func regularField(_ name: Name, _ value: UnsafePointer<UInt8>, _ valueLength: Int) -> FieldClass {
+        let malformed = FieldClass(kind: .malformed, pseudo: false, once: 0, sets: 0, contentLength: -1)
+        let regular = FieldClass(kind: .regular, pseudo: false, once: 0, sets: 0, contentLength: -1)
+        switch name {
+        case .te:
+            // RFC 9113 §8.2.2: TE may only say "trailers".
+            return equalsIgnoringCase(value, valueLength, "trailers") ? regular : malformed
+        case .host:
+            if valueLength == 0 || !isAuthority(value, valueLength) { return malformed }
+            return FieldClass(kind: .regular, pseudo: false, once: RequestMessage.host, sets: 0, contentLength: -1)
+        case .contentLength:
+            let length = parseLength(value, valueLength)
+            if length == -1 { return malformed }
+            return FieldClass(kind: .regular, pseudo: false, once: 0, sets: 0, contentLength: length)
+        case .other:
+            return isValue(value, valueLength) ? regular : malformed
+        default:
+            // Not a token, or connection-specific.
+            return malformed
         }
     }
 
@@ -273,7 +351,19 @@ enum RequestMessageRules {
     /// Every byte of a :path value visible (0x21-0x7e) or above 0x7f.
     @inline(__always) static func allPath(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
         if n < 4 { return all(p, n, CharClass.path) }
-        return everyWord(p, n) { w in anyBelow(w, 0x21) | anyEqual(w, 0x7f) == 0 }
+        if n < 16 { return everyWord(p, n) { w in anyBelow(w, 0x21) | anyEqual(w, 0x7f) == 0 } }
+        // An APNs path (64 hex digits of token) is long: two words a step, one test for both, the last
+        // pair overlapping the one before.
+        let raw = UnsafeRawPointer(p)
+        var i = 0
+        while true {
+            let at = min(i, n - 16)
+            let a = raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)
+            let b = raw.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self)
+            if anyBelow(a, 0x21) | anyEqual(a, 0x7f) | anyBelow(b, 0x21) | anyEqual(b, 0x7f) != 0 { return false }
+            i += 16
+            if i >= n { return true }
+        }
     }
 
     /// "http" or "https", in any case.

@@ -11,14 +11,19 @@ protocol StreamSlot {
 /// after their stream closes, freed with the connection. Steady state allocates nothing.
 struct StreamSlotPool<Slot: StreamSlot>: ~Copyable {
     private var all: [UnsafeMutablePointer<Slot>] = []
-    private var free: [UnsafeMutablePointer<Slot>] = []
+    /// The free slots, a stack in a buffer that holds every slot (`freeCapacity` ≥ `all.count`): taking
+    /// and giving back one is a load or store and a count, with none of an array's checks.
+    private var free: UnsafeMutablePointer<UnsafeMutablePointer<Slot>>
+    private var freeCount = 0
+    private var freeCapacity: Int
 
     /// A pool for up to about `streams` concurrent streams. It starts small (an idle connection costs
     /// little) and grows with the streams a connection actually opens, then stays at that size.
     init(streams: Int) {
         let n = min(streams * 2, 16)
         all.reserveCapacity(n)
-        free.reserveCapacity(n)
+        freeCapacity = max(all.capacity, 1)
+        free = .allocate(capacity: freeCapacity)
     }
 
     deinit {
@@ -31,20 +36,29 @@ struct StreamSlotPool<Slot: StreamSlot>: ~Copyable {
             s.deallocate()
             i += 1
         }
+        free.deallocate()
     }
 
     /// A free slot, marked active; `make` gives the value of a new one when none is free.
     @inline(__always)
     mutating func acquire(_ make: () -> Slot) -> UnsafeMutablePointer<Slot> {
         let s: UnsafeMutablePointer<Slot>
-        if let p = free.popLast() {
-            s = p
+        if freeCount > 0 {
+            freeCount -= 1
+            s = free[freeCount]
         } else {
             s = .allocate(capacity: 1)
             s.initialize(to: make())
             all.append(s)
             // The free list holds every slot at most: size it with them, not later on a release.
-            if free.capacity < all.capacity { free.reserveCapacity(all.capacity) }
+            if freeCapacity < all.count {
+                let c = max(all.capacity, all.count)
+                let grown = UnsafeMutablePointer<UnsafeMutablePointer<Slot>>.allocate(capacity: c)
+                grown.moveInitialize(from: free, count: freeCount)
+                free.deallocate()
+                free = grown
+                freeCapacity = c
+            }
         }
         s.pointee.active = true
         return s
@@ -55,7 +69,8 @@ struct StreamSlotPool<Slot: StreamSlot>: ~Copyable {
     mutating func release(_ s: UnsafeMutablePointer<Slot>) {
         if !s.pointee.active { return }
         s.pointee.active = false
-        free.append(s)
+        free[freeCount] = s
+        freeCount += 1
     }
 
     /// Every slot ever created (active or free), for a walk when the connection closes.
