@@ -16,10 +16,12 @@ import CUV
 public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     /// The configuration given at init.
     public let configuration: HTTP2ClientConfiguration
-    /// Receives events; held unowned: it must outlive the connection, or be set to nil first.
+    /// Receives events; held unowned(unsafe): it must outlive the connection, or be set to nil first.
     // Not weak: a weak reference gives its object a side table, and every retain and release of it
-    // (the load generator's pool, several per request) then takes the runtime's slow path.
-    public unowned var delegate: HTTP2ClientDelegate?
+    // (the load generator's pool, several per request) then takes the runtime's slow path. Not plain
+    // unowned either: each call through it would take a strong reference (an atomic increment and
+    // decrement per response).
+    public unowned(unsafe) var delegate: HTTP2ClientDelegate?
     private var slots: StreamSlotPool<ClientSlot>
     private var handshakeTimer: LoopTimer?
     /// Streams submitted and not yet answered or failed.
