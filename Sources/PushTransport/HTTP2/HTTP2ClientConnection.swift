@@ -155,8 +155,9 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
             HTTP2ClientConnection.withClient(ud) { $0.beginHeaders(frame!) }
             return 0
         }
-        nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.header(frame!, name!, namelen, value!, valuelen) }
+        // The buffers, not only their bytes: `judged` knows fields by them.
+        nghttp2_session_callbacks_set_on_header_callback2(cbs) { _, frame, name, value, _, ud in
+            HTTP2ClientConnection.withClient(ud) { $0.header(frame!, name!, value!) }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
@@ -217,10 +218,30 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         s.pointee.trailer = ResponseMessageRules.isTrailer(s.pointee.message)
     }
 
-    private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
-                        _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
+    /// Fields judged regular before, by their nghttp2 buffers (empty when the library judges responses).
+    private let judged = JudgedFieldCache()
+    /// Where an empty buffer's bytes are, should nghttp2 give it no address.
+    private static var noBytes: UnsafePointer<UInt8> { ("" as StaticString).utf8Start }
+
+    deinit { judged.free() }
+
+    /// Response fields kept as judged regular (for tests).
+    var judgedFieldCount: Int { judged.count }
+
+    private func header(_ frame: UnsafePointer<nghttp2_frame>, _ nameBuf: OpaquePointer, _ valueBuf: OpaquePointer) {
         guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
-        if libraryChecksResponses {
+        let known = judged.contains(name: nameBuf, value: valueBuf)
+        if known {
+            // What `ResponseMessageRules.field` does for a regular field.
+            s.pointee.message.flags |= ResponseMessage.pseudoClosed
+            if !configuration.keepsResponseHeaders { return }
+        }
+        let n = nghttp2_rcbuf_get_buf(nameBuf), v = nghttp2_rcbuf_get_buf(valueBuf)
+        let name = n.base.map { UnsafePointer($0) } ?? HTTP2ClientConnection.noBytes, namelen = n.len
+        let value = v.base.map { UnsafePointer($0) } ?? HTTP2ClientConnection.noBytes, valuelen = v.len
+        if known {
+            // Judged regular before, in these very bytes.
+        } else if libraryChecksResponses {
             if namelen == 7 && name[0] == UInt8(ascii: ":") {
                 // ":status": three ASCII digits.
                 var st = 0
@@ -230,7 +251,8 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
             }
         } else {
             switch ResponseMessageRules.field(name, namelen, value, valuelen, &s.pointee.message) {
-            case .regular: break
+            case .regular:
+                if JudgedFieldCache.keeps(.regular, nameLength: namelen) { judged.insert(name: nameBuf, value: valueBuf) }
             case .status:
                 s.pointee.status = Int(s.pointee.message.status)
                 return
@@ -371,6 +393,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     }
 
     override func didClose(_ error: TransportError) {
+        judged.removeAll()
         handshakeTimer = nil
         isConnected = false
         lastSlot = nil
