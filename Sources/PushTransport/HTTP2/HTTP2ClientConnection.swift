@@ -151,10 +151,6 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     }
 
     static func installReceiveCallbacks(_ cbs: OpaquePointer) {
-        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs) { _, frame, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.beginHeaders(frame!) }
-            return 0
-        }
         // The buffers, not only their bytes: `judged` knows fields by them.
         nghttp2_session_callbacks_set_on_header_callback2(cbs) { _, frame, name, value, _, ud in
             HTTP2ClientConnection.withClient(ud) { $0.header(frame!, name!, value!) }
@@ -212,12 +208,6 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         return s
     }
 
-    private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
-        guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
-        if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = ioTime }
-        s.pointee.trailer = ResponseMessageRules.isTrailer(s.pointee.message)
-    }
-
     /// Fields judged regular before, by their nghttp2 buffers (empty when the library judges responses).
     private let judged = JudgedFieldCache()
     /// Where an empty buffer's bytes are, should nghttp2 give it no address.
@@ -230,6 +220,8 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
 
     private func header(_ frame: UnsafePointer<nghttp2_frame>, _ nameBuf: OpaquePointer, _ valueBuf: OpaquePointer) {
         guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
+        // The response's first field (no begin-headers callback: one call less per response).
+        if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = ioTime }
         let known = judged.contains(name: nameBuf, value: valueBuf)
         if known {
             // What `ResponseMessageRules.field` does for a regular field.
@@ -305,8 +297,11 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         case NGHTTP2_HEADERS.rawValue:
             guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
             let endStream = flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-            if !libraryChecksResponses
-                && !ResponseMessageRules.headersEnd(&s.pointee.message, trailer: s.pointee.trailer, endStream: endStream) {
+            // A header section without fields.
+            if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = ioTime }
+            // Whether this section is trailers: only headersEnd changes what isTrailer reads.
+            let trailer = ResponseMessageRules.isTrailer(s.pointee.message)
+            if !libraryChecksResponses && !ResponseMessageRules.headersEnd(&s.pointee.message, trailer: trailer, endStream: endStream) {
                 malformed(s, NGHTTP2_ERR_HTTP_MESSAGING.rawValue)
                 return
             }
@@ -383,7 +378,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
                            : .reset(errorCode: code))
             }
         }
-        nghttp2_session_set_stream_user_data(session, streamID, nil)
+        // No need to clear the stream's user data: nghttp2 frees a client's stream right after this callback.
         if streamID == lastStreamID { lastSlot = nil }
         releaseWhenWritten(UnsafeMutableRawPointer(s))
     }
