@@ -129,8 +129,13 @@ final class DriverThread<Pool: DriverPool> {
 
     @inline(__always) private func pump() {
         guard state == .running else { return }
-        let next = core.pump()
-        poolRef?._withUnsafeGuaranteedRef { $0.endBatch() }
+        // Through the pool held here (the core's port): the call is specialized for it, with no retain.
+        guard let poolRef else { return }
+        let next = poolRef._withUnsafeGuaranteedRef { pool in
+            let next = core.pump(via: pool)
+            pool.endBatch()
+            return next
+        }
         if periodic {
             // Blocked (every stream busy) or done: no point waking every interval; a response that frees a
             // stream pumps again, and the timer restarts at the next intended time, in phase with the schedule.
