@@ -13,9 +13,12 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     /// Unmanaged: the driver thread owns the core, and a strong copy would cost a retain per response.
     private let core: Unmanaged<DriverCore>
     private let onChange: () -> Void
-    /// Called after each response instead of the change callback when set: the open-loop driver uses it
-    /// to send only when a request is waiting for a stream (the pacing timer sends the rest in batches).
-    var onResponse: (() -> Void)?
+    /// Called after each response: the `onResponse` given at init, else the change callback. The
+    /// open-loop driver gives one that sends only when a request is waiting for a stream (the pacing
+    /// timer sends the rest in batches).
+    // A non-optional constant: an optional or var closure is copied (its context retained and
+    // released) on every call.
+    private let onResponse: () -> Void
     private let builder: Builder
     private let encoder: any PayloadEncoder
     private let inPlace: Bool
@@ -41,12 +44,13 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     var pruned: TokenSet { connections.pruned }
     var tokensExhausted: Bool { connections.tokensExhausted }
 
-    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int,
+    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onResponse: (() -> Void)? = nil,
          onChange: @escaping () -> Void) throws(HTTP2HeaderBlock.InvalidBlock) {
         self.loop = loop
         self.config = config
         self.core = .passUnretained(core)
         self.onChange = onChange
+        self.onResponse = onResponse ?? onChange
         builder = try Builder(config: config)
         block = .passUnretained(builder.block)
         var cc = HTTP2ClientConfiguration()
@@ -176,7 +180,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
             }
         }
         preferred = .passUnretained(connection)
-        if let onResponse { onResponse() } else { onChange() }
+        onResponse()
         preferred = nil
     }
 

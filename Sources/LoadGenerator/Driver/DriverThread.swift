@@ -89,10 +89,11 @@ final class DriverThread<Pool: DriverPool> {
         // callbacks take self unmanaged: no reference count touched per call (an unowned(unsafe) capture
         // is still retained for the call).
         let me = Unmanaged.passUnretained(self)
-        pool = try Pool(loop: loop, config: config, core: core, thread: index) { me._withUnsafeGuaranteedRef { $0.pump() } }
+        pool = try Pool(loop: loop, config: config, core: core, thread: index,
+                        onResponse: { me._withUnsafeGuaranteedRef { $0.responded() } },
+                        onChange: { me._withUnsafeGuaranteedRef { $0.pump() } })
         core.attach(pool)
         poolRef = .passUnretained(pool)
-        pool.onResponse = { me._withUnsafeGuaranteedRef { $0.responded() } }
         pacing = try PreciseTimer(loop: loop) { _ in
             me._withUnsafeGuaranteedRef { t in
                 if !t.periodic { t.armedDeadline = 0 }
