@@ -35,7 +35,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     private var goAwayErrorCode: UInt32 = 0
     /// This side answered a protocol error with GOAWAY: nghttp2 then closes the open streams itself
     /// (REFUSED_STREAM), and they end as the protocol error, not as refused.
-    private var goAwaySentForError = false
+    var goAwaySentForError = false
     private var connectFailed = false
     /// The connection ended after the peer's GOAWAY with every stream up to its last stream id settled:
     /// a graceful close, whatever the transport said of its end (a TLS close_notify, a FIN, or a reset
@@ -150,49 +150,6 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         Unmanaged<HTTP2ClientConnection>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
     }
 
-    static func installReceiveCallbacks(_ cbs: OpaquePointer) {
-        // The buffers, not only their bytes: `judged` knows fields by them.
-        nghttp2_session_callbacks_set_on_header_callback2(cbs) { _, frame, name, value, _, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.header(frame!, name!, value!) }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.dataChunk(streamID, data!, len) }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs) { _, frame, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.frameReceived(frame!) }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_send_callback(cbs) { _, frame, ud in
-            let type = pb_frame_type(frame!)
-            if type == UInt8(NGHTTP2_HEADERS.rawValue) {
-                HTTP2ClientConnection.withClient(ud) { $0.headersSent(pb_frame_stream_id(frame!)) }
-            } else if type == UInt8(NGHTTP2_GOAWAY.rawValue) && pb_frame_goaway_error_code(frame!) != 0 {
-                // nghttp2 answers a peer that broke the protocol with GOAWAY and ends the session: the
-                // close that follows is the peer's doing, not ours.
-                HTTP2ClientConnection.withClient(ud) { c in
-                    c.goAwaySentForError = true
-                    if c.lastProtocolError == nil {
-                        c.lastProtocolError = TransportError(kind: .protocolError, code: NGHTTP2_ERR_PROTO.rawValue,
-                                                             function: "nghttp2_session_mem_recv")
-                    }
-                }
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs) { _, frame, code, ud in
-            if pb_frame_type(frame!) == UInt8(NGHTTP2_HEADERS.rawValue) {
-                HTTP2ClientConnection.withClient(ud) { $0.headersNotSent(pb_frame_stream_id(frame!), code) }
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamID, code, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.streamClosed(streamID, code) }
-            return 0
-        }
-    }
-
     /// The stream whose slot was looked up last: a response's callbacks (its HEADERS, :status, END_STREAM,
     /// the stream's close) come one after another for the same stream, so they share one lookup in
     /// nghttp2's stream map. A stream id is never reused on a connection; the entry is dropped when its
@@ -218,7 +175,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     /// Response fields kept as judged regular (for tests).
     var judgedFieldCount: Int { judged.count }
 
-    private func header(_ frame: UnsafePointer<nghttp2_frame>, _ nameBuf: OpaquePointer, _ valueBuf: OpaquePointer) {
+    func header(_ frame: UnsafePointer<nghttp2_frame>, _ nameBuf: OpaquePointer, _ valueBuf: OpaquePointer) {
         guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
         // The response's first field (no begin-headers callback: one call less per response).
         if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = ioTime }
@@ -261,7 +218,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
                                     valueOffset: Int32(vo), valueLength: Int32(valuelen)))
     }
 
-    private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) {
+    func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) {
         guard let s = slot(for: streamID), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
         if !libraryChecksResponses && !ResponseMessageRules.data(&s.pointee.message, len) {
             malformed(s, 0)
@@ -272,7 +229,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         if keep > 0 { s.pointee.respBody.append(data, keep) }
     }
 
-    private func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+    func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
         let type = pb_frame_type(frame)
         let flags = pb_frame_flags(frame)
         switch UInt32(type) {
@@ -351,19 +308,19 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
                                                                      reason: reason, timing: s.pointee.timing))
     }
 
-    private func headersSent(_ streamID: Int32) {
+    func headersSent(_ streamID: Int32) {
         guard let s = slot(for: streamID) else { return }
         s.pointee.timing.headersSent = ioTime
     }
 
-    private func headersNotSent(_ streamID: Int32, _ code: Int32) {
+    func headersNotSent(_ streamID: Int32, _ code: Int32) {
         guard let s = slot(for: streamID) else { return }
         // A stream nghttp2 may no longer start is refused by the peer's GOAWAY.
         failStream(s, code == NGHTTP2_ERR_START_STREAM_NOT_ALLOWED.rawValue
                    ? (goAwayReceived ? .goAway(errorCode: goAwayErrorCode) : .refused) : .notSent(code: code))
     }
 
-    private func streamClosed(_ streamID: Int32, _ code: UInt32) {
+    func streamClosed(_ streamID: Int32, _ code: UInt32) {
         guard let s = slot(for: streamID) else { return }
         if !s.pointee.done {
             // nghttp2 closes the streams above a GOAWAY's last stream id with REFUSED_STREAM.
