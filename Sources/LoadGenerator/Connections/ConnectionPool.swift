@@ -10,11 +10,15 @@ import PushTransport
 final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDelegate {
     private let loop: EventLoop
     private let config: LoadConfiguration
-    private unowned(unsafe) let core: DriverCore
+    /// Unmanaged: the driver thread owns the core, and a strong copy would cost a retain per response.
+    private let core: Unmanaged<DriverCore>
     private let onChange: () -> Void
-    /// Called after each response instead of the change callback when set: the open-loop driver uses it
-    /// to send only when a request is waiting for a stream (the pacing timer sends the rest in batches).
-    var onResponse: (() -> Void)?
+    /// Called after each response: the `onResponse` given at init, else the change callback. The
+    /// open-loop driver gives one that sends only when a request is waiting for a stream (the pacing
+    /// timer sends the rest in batches).
+    // A non-optional constant: an optional or var closure is copied (its context retained and
+    // released) on every call.
+    private let onResponse: () -> Void
     private let builder: Builder
     private let encoder: any PayloadEncoder
     private let inPlace: Bool
@@ -22,12 +26,15 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
 
     /// The connections, their replacement, counters and pruned tokens (shared with the HTTP/1.1 pool).
     let connections: PooledConnections<HTTP2ClientConnection>
-    private unowned(unsafe) var preferred: HTTP2ClientConnection?
+    // `preferred`, `batch` and `block` are unmanaged: the pool's connections array and the builder own
+    // them, and a strong copy would cost a retain and a release per request.
+    private var preferred: Unmanaged<HTTP2ClientConnection>?
     // The connection taking the paced sends of the current pump (one pacer wakeup): every request due
     // at once goes on it while it has free streams, so they share one writev here and one read + one
     // writev at the target, instead of one each per connection. ``endBatch()`` moves on to the next
     // connection for the next wakeup, so the load still spreads evenly over the connections.
-    private unowned(unsafe) var batch: HTTP2ClientConnection?
+    private var batch: Unmanaged<HTTP2ClientConnection>?
+    private let block: Unmanaged<HTTP2HeaderBlock>
 
     var active: [HTTP2ClientConnection] { connections.active }
     var initialConnected: Int { connections.initialConnected }
@@ -37,13 +44,15 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     var pruned: TokenSet { connections.pruned }
     var tokensExhausted: Bool { connections.tokensExhausted }
 
-    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int,
+    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onResponse: (() -> Void)? = nil,
          onChange: @escaping () -> Void) throws(HTTP2HeaderBlock.InvalidBlock) {
         self.loop = loop
         self.config = config
-        self.core = core
+        self.core = .passUnretained(core)
         self.onChange = onChange
+        self.onResponse = onResponse ?? onChange
         builder = try Builder(config: config)
+        block = .passUnretained(builder.block)
         var cc = HTTP2ClientConfiguration()
         cc.maxConcurrentStreams = config.streams
         // Each stream slot holds one whole payload; round the template's worst case up to a page.
@@ -84,14 +93,18 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
 
     // MARK: RequestPort
 
+    // Specialized for each builder: the driver calls through `RequestPort`, which would otherwise run
+    // the generic body, every builder call a witness call.
+    @_specialize(where Builder == APNsRequestBuilder)
+    @_specialize(where Builder == FCMRequestBuilder)
     func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult {
-        var c: HTTP2ClientConnection?
+        let u: Unmanaged<HTTP2ClientConnection>
         // A stream freed by a response is refilled on the same connection, as h2load does: the new
         // request joins the write batch of the connection being read, one writev instead of several.
-        if let p = preferred, p.availableStreams > 0 { c = p }
-        else if let b = batch, b.availableStreams > 0 { c = b }
-        else if let next = connections.next(where: { $0.availableStreams > 0 }) { c = next; batch = next }
-        guard let c else { return .noStream }
+        if let p = preferred, p._withUnsafeGuaranteedRef({ $0.availableStreams > 0 }) { u = p }
+        else if let b = batch, b._withUnsafeGuaranteedRef({ $0.availableStreams > 0 }) { u = b }
+        else if let next = connections.next(where: { $0.availableStreams > 0 }) { u = .passUnretained(next); batch = u }
+        else { return .noStream }
         guard let tokenIndex = connections.token(sequence: sequence, slot: slot) else { return .noStream }
         let ctx = config.requestContext(sequence: sequence, tokenIndex: tokenIndex)
         let length = config.template.encodedLength(ctx)
@@ -100,21 +113,25 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
             return .oversize
         }
         builder.willBuild(at: now)
-        do {
-            // The closure reads self's constant properties in place: a local copy of the builder (a struct
-            // of references) would retain and release each of them per request.
-            try c.submit(builder.block, context: UInt64(slot), submittedAt: now) { req in
-                self.builder.fill(&req, tokenIndex: tokenIndex, context: ctx, encoder: self.encoder, inPlace: self.inPlace)
-            }
-        } catch {
-            switch error {
-            case .noStreamAvailable, .notConnected: return .noStream
-            // The length was checked above, so the slot was big enough: the encoder failed to write.
-            case .bodyTooLarge: return .failed(.encodeFailed)
-            case .missingValue, .nghttp2: return .failed(.submitFailed)
+        return u._withUnsafeGuaranteedRef { c in
+            block._withUnsafeGuaranteedRef { block in
+                do throws(HTTP2SubmitError) {
+                    // The closure reads self's constant properties in place: a local copy of the builder (a
+                    // struct of references) would retain and release each of them per request.
+                    try c.submit(block, context: UInt64(slot), submittedAt: now) { req in
+                        self.builder.fill(&req, tokenIndex: tokenIndex, context: ctx, encoder: self.encoder, inPlace: self.inPlace)
+                    }
+                } catch {
+                    switch error {
+                    case .noStreamAvailable, .notConnected: return .noStream
+                    // The length was checked above, so the slot was big enough: the encoder failed to write.
+                    case .bodyTooLarge: return .failed(.encodeFailed)
+                    case .missingValue, .nghttp2: return .failed(.submitFailed)
+                    }
+                }
+                return .started
             }
         }
-        return .started
     }
 
     /// Ends the current send batch: the next paced sends start on the next connection (round robin).
@@ -145,21 +162,25 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     /// Response body bytes kept per stream.
     static var responseBodyPrefix: Int { 4096 }
 
+    @_specialize(where Builder == APNsRequestBuilder)
+    @_specialize(where Builder == FCMRequestBuilder)
     func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
         let whole = response.bodyLength == response.body.count
         if !whole { connections.stats.truncatedBodies += 1 }
         let reason = response.status >= 300 && response.body.count > 0 ? Reasons.index(inBody: response.body, complete: whole) : 0
         let slot = Int32(truncatingIfNeeded: response.context)
         connections.answered(slot: slot, status: response.status, reason: reason)
-        if core.requestLog != nil {
-            core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed,
-                           detail: connections.detail(slot: slot, connection: connection, stream: response.streamID,
-                                                      responseBytes: response.bodyLength, status: response.status, body: response.body))
-        } else {
-            core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
+        core._withUnsafeGuaranteedRef { core in
+            if core.requestLog != nil {
+                core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed,
+                               detail: connections.detail(slot: slot, connection: connection, stream: response.streamID,
+                                                          responseBytes: response.bodyLength, status: response.status, body: response.body))
+            } else {
+                core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
+            }
         }
-        preferred = connection
-        if let onResponse { onResponse() } else { onChange() }
+        preferred = .passUnretained(connection)
+        onResponse()
         preferred = nil
     }
 
@@ -173,7 +194,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         case .protocolError: cause = .protocolError
         case .notSent: cause = .notSent
         }
-        core.failed(slot: Int32(truncatingIfNeeded: failure.context), cause: cause)
+        core._withUnsafeGuaranteedRef { $0.failed(slot: Int32(truncatingIfNeeded: failure.context), cause: cause) }
         onChange()
     }
 

@@ -12,7 +12,10 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     private let config: LoadConfiguration
     private unowned(unsafe) let core: DriverCore
     private let onChange: () -> Void
-    var onResponse: (() -> Void)?
+    /// Called after each response: the `onResponse` given at init, else the change callback.
+    // A non-optional constant: an optional or var closure is copied (its context retained and
+    // released) on every call.
+    private let onResponse: () -> Void
     private let encoder: any PayloadEncoder
     private let clientConfig: HTTP1ClientConfiguration
     private let path: String
@@ -35,11 +38,13 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
     var pruned: TokenSet { connections.pruned }
     var tokensExhausted: Bool { connections.tokensExhausted }
 
-    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onChange: @escaping () -> Void) throws {
+    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onResponse: (() -> Void)? = nil,
+         onChange: @escaping () -> Void) throws {
         self.loop = loop
         self.config = config
         self.core = core
         self.onChange = onChange
+        self.onResponse = onResponse ?? onChange
         var cc = HTTP1ClientConfiguration()
         cc.bodyCapacity = max(1024, (config.template.maxLength + 4095) / 4096 * 4096)
         cc.connectTimeoutMilliseconds = config.connectTimeoutMilliseconds
@@ -133,7 +138,7 @@ final class HTTP1ConnectionPool: DriverPool, HTTP1ClientDelegate {
             core.responded(slot: slot, status: response.status, reason: reason, at: response.completedAt)
         }
         preferred = connection
-        if let onResponse { onResponse() } else { onChange() }
+        onResponse()
         preferred = nil
     }
 

@@ -260,7 +260,15 @@ public final class DriverCore {
     /// because the schedule ended or the driver waits for a stream to free up).
     @discardableResult
     public func pump() -> UInt64? {
-        guard let port, !stopped else { return nil }
+        guard let port else { return nil }
+        return pump(via: port)
+    }
+
+    /// ``pump()`` through `port`, the attached one, held by the caller: a caller that knows its type
+    /// (the driver thread) gets a body specialized for it, and nothing retains the port per call.
+    @inline(__always)
+    func pump<Port: RequestPort>(via port: Port) -> UInt64? {
+        guard !stopped else { return nil }
         // One clock reading per batch: the requests of one pump leave in one writev (ConnectionPool
         // batches them), microseconds apart; their send time is when the batch began.
         var now = clock.now()

@@ -4,10 +4,10 @@ import PushTransport
 /// connecting, counters and shutdown. ``ConnectionPool`` speaks HTTP/2 (many streams per connection),
 /// ``HTTP1ConnectionPool`` HTTP/1.1 (one request in flight per connection).
 protocol DriverPool: RequestPort {
-    /// A pool for one driver thread; `onChange` is called when streams free up or connections change.
-    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onChange: @escaping () -> Void) throws
-    /// Called after each response instead of `onChange` when set.
-    var onResponse: (() -> Void)? { get set }
+    /// A pool for one driver thread; `onChange` is called when streams free up or connections change,
+    /// `onResponse` (when given) after each response instead of `onChange`.
+    init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onResponse: (() -> Void)?,
+         onChange: @escaping () -> Void) throws
     /// Opens every connection.
     func connectAll()
     /// Ends the current send batch.

@@ -54,6 +54,8 @@ final class DriverThread<Pool: DriverPool> {
     private let loop: EventLoop
     private let core: DriverCore
     private var pool: Pool!
+    /// `pool`, for the per-request call: reading the var would retain and release it each time.
+    private var poolRef: Unmanaged<Pool>?
     private var pacing: PreciseTimer!
     private var housekeeping: LoopTimer!
     private var state = State.connecting
@@ -84,13 +86,19 @@ final class DriverThread<Pool: DriverPool> {
         }
         connectDeadline = MonotonicClock.nanoseconds() + config.connectTimeoutMilliseconds * 1_000_000 + 500_000_000
         // The pool and the pacing timer are this thread's own and never outlive it, so their per-request
-        // callbacks take self unowned(unsafe): no reference count touched per call.
-        pool = try Pool(loop: loop, config: config, core: core, thread: index) { [unowned(unsafe) self] in self.pump() }
+        // callbacks take self unmanaged: no reference count touched per call (an unowned(unsafe) capture
+        // is still retained for the call).
+        let me = Unmanaged.passUnretained(self)
+        pool = try Pool(loop: loop, config: config, core: core, thread: index,
+                        onResponse: { me._withUnsafeGuaranteedRef { $0.responded() } },
+                        onChange: { me._withUnsafeGuaranteedRef { $0.pump() } })
         core.attach(pool)
-        pool.onResponse = { [unowned(unsafe) self] in self.responded() }
-        pacing = try PreciseTimer(loop: loop) { [unowned(unsafe) self] _ in
-            if !self.periodic { self.armedDeadline = 0 }
-            self.pump()
+        poolRef = .passUnretained(pool)
+        pacing = try PreciseTimer(loop: loop) { _ in
+            me._withUnsafeGuaranteedRef { t in
+                if !t.periodic { t.armedDeadline = 0 }
+                t.pump()
+            }
         }
         housekeeping = LoopTimer(loop: loop) { [unowned self] in self.tick() }
     }
@@ -105,6 +113,7 @@ final class DriverThread<Pool: DriverPool> {
         pacing = nil
         housekeeping = nil
         pool.release()
+        poolRef = nil
         pool = nil
         loop.run(until: { false }, timeoutNanoseconds: 20_000_000)
         loop.close()
@@ -121,8 +130,13 @@ final class DriverThread<Pool: DriverPool> {
 
     @inline(__always) private func pump() {
         guard state == .running else { return }
-        let next = core.pump()
-        pool.endBatch()
+        // Through the pool held here (the core's port): the call is specialized for it, with no retain.
+        guard let poolRef else { return }
+        let next = poolRef._withUnsafeGuaranteedRef { pool in
+            let next = core.pump(via: pool)
+            pool.endBatch()
+            return next
+        }
         if periodic {
             // Blocked (every stream busy) or done: no point waking every interval; a response that frees a
             // stream pumps again, and the timer restarts at the next intended time, in phase with the schedule.

@@ -194,14 +194,16 @@ extension LoadConfiguration {
     /// agent would. Both connection pools build their requests' values here.
     @inline(__always)
     func requestContext(sequence: Int64, tokenIndex: Int) -> RequestContext {
-        var context = RequestContext(seq: UInt64(sequence), token: tokens.token(tokenIndex),
-                                     messageID: PushRandom.uuid(seed: seed, index: UInt64(bitPattern: sequence)),
-                                     badge: Int64(sequence % 99) + 1)
-        if let pipeline {
-            context.pipelinePrefix = pipeline.prefixBytes
-            context.tokens = tokens
+        let token = tokens.token(tokenIndex)
+        let messageID = PushRandom.uuid(seed: seed, index: UInt64(bitPattern: sequence))
+        let badge = Int64(sequence % 99) + 1
+        // Two returns, not one context given the tokens when piped: built as one, the compiler retains
+        // the tokens for every request, piped or not.
+        guard let pipeline else {
+            return RequestContext(seq: UInt64(sequence), token: token, messageID: messageID, badge: badge)
         }
-        return context
+        return RequestContext(seq: UInt64(sequence), token: token, messageID: messageID, badge: badge,
+                              pipelinePrefix: pipeline.prefixBytes, tokens: tokens)
     }
 }
 

@@ -19,8 +19,6 @@ struct ClientSlot: StreamSlot {
     var status = 0
     /// What the response declared so far, judged by `ResponseMessageRules`.
     var message = ResponseMessage(method: nil, 0)
-    /// The header section being read is the response's trailers.
-    var trailer = false
     var timing = HTTP2StreamTiming(submitted: 0, headersSent: 0, responseHeadersReceived: 0, completed: 0)
 
     /// A slot with `bodyCapacity` bytes of request body memory.

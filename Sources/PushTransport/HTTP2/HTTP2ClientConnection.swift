@@ -16,10 +16,12 @@ import CUV
 public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     /// The configuration given at init.
     public let configuration: HTTP2ClientConfiguration
-    /// Receives events; held unowned: it must outlive the connection, or be set to nil first.
+    /// Receives events; held unowned(unsafe): it must outlive the connection, or be set to nil first.
     // Not weak: a weak reference gives its object a side table, and every retain and release of it
-    // (the load generator's pool, several per request) then takes the runtime's slow path.
-    public unowned var delegate: HTTP2ClientDelegate?
+    // (the load generator's pool, several per request) then takes the runtime's slow path. Not plain
+    // unowned either: each call through it would take a strong reference (an atomic increment and
+    // decrement per response).
+    public unowned(unsafe) var delegate: HTTP2ClientDelegate?
     private var slots: StreamSlotPool<ClientSlot>
     private var handshakeTimer: LoopTimer?
     /// Streams submitted and not yet answered or failed.
@@ -33,7 +35,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     private var goAwayErrorCode: UInt32 = 0
     /// This side answered a protocol error with GOAWAY: nghttp2 then closes the open streams itself
     /// (REFUSED_STREAM), and they end as the protocol error, not as refused.
-    private var goAwaySentForError = false
+    var goAwaySentForError = false
     private var connectFailed = false
     /// The connection ended after the peer's GOAWAY with every stream up to its last stream id settled:
     /// a graceful close, whatever the transport said of its end (a TLS close_notify, a FIN, or a reset
@@ -148,52 +150,6 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         Unmanaged<HTTP2ClientConnection>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
     }
 
-    static func installReceiveCallbacks(_ cbs: OpaquePointer) {
-        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs) { _, frame, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.beginHeaders(frame!) }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_header_callback(cbs) { _, frame, name, namelen, value, valuelen, _, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.header(frame!, name!, namelen, value!, valuelen) }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs) { _, _, streamID, data, len, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.dataChunk(streamID, data!, len) }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs) { _, frame, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.frameReceived(frame!) }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_send_callback(cbs) { _, frame, ud in
-            let type = pb_frame_type(frame!)
-            if type == UInt8(NGHTTP2_HEADERS.rawValue) {
-                HTTP2ClientConnection.withClient(ud) { $0.headersSent(pb_frame_stream_id(frame!)) }
-            } else if type == UInt8(NGHTTP2_GOAWAY.rawValue) && pb_frame_goaway_error_code(frame!) != 0 {
-                // nghttp2 answers a peer that broke the protocol with GOAWAY and ends the session: the
-                // close that follows is the peer's doing, not ours.
-                HTTP2ClientConnection.withClient(ud) { c in
-                    c.goAwaySentForError = true
-                    if c.lastProtocolError == nil {
-                        c.lastProtocolError = TransportError(kind: .protocolError, code: NGHTTP2_ERR_PROTO.rawValue,
-                                                             function: "nghttp2_session_mem_recv")
-                    }
-                }
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs) { _, frame, code, ud in
-            if pb_frame_type(frame!) == UInt8(NGHTTP2_HEADERS.rawValue) {
-                HTTP2ClientConnection.withClient(ud) { $0.headersNotSent(pb_frame_stream_id(frame!), code) }
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs) { _, streamID, code, ud in
-            HTTP2ClientConnection.withClient(ud) { $0.streamClosed(streamID, code) }
-            return 0
-        }
-    }
-
     /// The stream whose slot was looked up last: a response's callbacks (its HEADERS, :status, END_STREAM,
     /// the stream's close) come one after another for the same stream, so they share one lookup in
     /// nghttp2's stream map. A stream id is never reused on a connection; the entry is dropped when its
@@ -209,16 +165,32 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         return s
     }
 
-    private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) {
-        guard let s = slot(for: pb_frame_stream_id(frame)) else { return }
-        if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = ioTime }
-        s.pointee.trailer = ResponseMessageRules.isTrailer(s.pointee.message)
-    }
+    /// Fields judged regular before, by their nghttp2 buffers (empty when the library judges responses).
+    private let judged = JudgedFieldCache()
+    /// Where an empty buffer's bytes are, should nghttp2 give it no address.
+    private static var noBytes: UnsafePointer<UInt8> { ("" as StaticString).utf8Start }
 
-    private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafePointer<UInt8>, _ namelen: Int,
-                        _ value: UnsafePointer<UInt8>, _ valuelen: Int) {
+    deinit { judged.free() }
+
+    /// Response fields kept as judged regular (for tests).
+    var judgedFieldCount: Int { judged.count }
+
+    func header(_ frame: UnsafePointer<nghttp2_frame>, _ nameBuf: OpaquePointer, _ valueBuf: OpaquePointer) {
         guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
-        if libraryChecksResponses {
+        // The response's first field (no begin-headers callback: one call less per response).
+        if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = ioTime }
+        let known = judged.contains(name: nameBuf, value: valueBuf)
+        if known {
+            // What `ResponseMessageRules.field` does for a regular field.
+            s.pointee.message.flags |= ResponseMessage.pseudoClosed
+            if !configuration.keepsResponseHeaders { return }
+        }
+        let n = nghttp2_rcbuf_get_buf(nameBuf), v = nghttp2_rcbuf_get_buf(valueBuf)
+        let name = n.base.map { UnsafePointer($0) } ?? HTTP2ClientConnection.noBytes, namelen = n.len
+        let value = v.base.map { UnsafePointer($0) } ?? HTTP2ClientConnection.noBytes, valuelen = v.len
+        if known {
+            // Judged regular before, in these very bytes.
+        } else if libraryChecksResponses {
             if namelen == 7 && name[0] == UInt8(ascii: ":") {
                 // ":status": three ASCII digits.
                 var st = 0
@@ -228,7 +200,8 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
             }
         } else {
             switch ResponseMessageRules.field(name, namelen, value, valuelen, &s.pointee.message) {
-            case .regular: break
+            case .regular:
+                if JudgedFieldCache.keeps(.regular, nameLength: namelen) { judged.insert(name: nameBuf, value: valueBuf) }
             case .status:
                 s.pointee.status = Int(s.pointee.message.status)
                 return
@@ -245,7 +218,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
                                     valueOffset: Int32(vo), valueLength: Int32(valuelen)))
     }
 
-    private func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) {
+    func dataChunk(_ streamID: Int32, _ data: UnsafePointer<UInt8>, _ len: Int) {
         guard let s = slot(for: streamID), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
         if !libraryChecksResponses && !ResponseMessageRules.data(&s.pointee.message, len) {
             malformed(s, 0)
@@ -256,7 +229,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         if keep > 0 { s.pointee.respBody.append(data, keep) }
     }
 
-    private func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+    func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
         let type = pb_frame_type(frame)
         let flags = pb_frame_flags(frame)
         switch UInt32(type) {
@@ -281,8 +254,11 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
         case NGHTTP2_HEADERS.rawValue:
             guard let s = slot(for: pb_frame_stream_id(frame)), s.pointee.message.flags & ResponseMessage.malformed == 0 else { return }
             let endStream = flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-            if !libraryChecksResponses
-                && !ResponseMessageRules.headersEnd(&s.pointee.message, trailer: s.pointee.trailer, endStream: endStream) {
+            // A header section without fields.
+            if s.pointee.timing.responseHeadersReceived == 0 { s.pointee.timing.responseHeadersReceived = ioTime }
+            // Whether this section is trailers: only headersEnd changes what isTrailer reads.
+            let trailer = ResponseMessageRules.isTrailer(s.pointee.message)
+            if !libraryChecksResponses && !ResponseMessageRules.headersEnd(&s.pointee.message, trailer: trailer, endStream: endStream) {
                 malformed(s, NGHTTP2_ERR_HTTP_MESSAGING.rawValue)
                 return
             }
@@ -332,19 +308,19 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
                                                                      reason: reason, timing: s.pointee.timing))
     }
 
-    private func headersSent(_ streamID: Int32) {
+    func headersSent(_ streamID: Int32) {
         guard let s = slot(for: streamID) else { return }
         s.pointee.timing.headersSent = ioTime
     }
 
-    private func headersNotSent(_ streamID: Int32, _ code: Int32) {
+    func headersNotSent(_ streamID: Int32, _ code: Int32) {
         guard let s = slot(for: streamID) else { return }
         // A stream nghttp2 may no longer start is refused by the peer's GOAWAY.
         failStream(s, code == NGHTTP2_ERR_START_STREAM_NOT_ALLOWED.rawValue
                    ? (goAwayReceived ? .goAway(errorCode: goAwayErrorCode) : .refused) : .notSent(code: code))
     }
 
-    private func streamClosed(_ streamID: Int32, _ code: UInt32) {
+    func streamClosed(_ streamID: Int32, _ code: UInt32) {
         guard let s = slot(for: streamID) else { return }
         if !s.pointee.done {
             // nghttp2 closes the streams above a GOAWAY's last stream id with REFUSED_STREAM.
@@ -359,7 +335,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
                            : .reset(errorCode: code))
             }
         }
-        nghttp2_session_set_stream_user_data(session, streamID, nil)
+        // No need to clear the stream's user data: nghttp2 frees a client's stream right after this callback.
         if streamID == lastStreamID { lastSlot = nil }
         releaseWhenWritten(UnsafeMutableRawPointer(s))
     }
@@ -369,6 +345,7 @@ public final class HTTP2ClientConnection: HTTP2Session, ClientConnectStart {
     }
 
     override func didClose(_ error: TransportError) {
+        judged.removeAll()
         handshakeTimer = nil
         isConnected = false
         lastSlot = nil
