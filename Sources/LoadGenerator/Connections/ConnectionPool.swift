@@ -13,12 +13,12 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     /// Unmanaged: the driver thread owns the core, and a strong copy would cost a retain per response.
     private let core: Unmanaged<DriverCore>
     private let onChange: () -> Void
-    /// Called after each response: the `onResponse` given at init, else the change callback. The
-    /// open-loop driver gives one that sends only when a request is waiting for a stream (the pacing
-    /// timer sends the rest in batches).
-    // A non-optional constant: an optional or var closure is copied (its context retained and
-    // released) on every call.
-    private let onResponse: () -> Void
+    /// Runs the `onResponse` given at init (else the change callback) once at the end of a loop turn
+    /// in which responses came, before the connections write: the streams all of the turn's responses
+    /// freed are refilled in one pump (one clock reading, not one per response), and each refill joins
+    /// its connection's write of that turn. The open-loop driver's callback sends only when a request
+    /// is waiting for a stream (the pacing timer sends the rest in batches).
+    private let refill: EndOfTurnWork
     private let builder: Builder
     private let encoder: any PayloadEncoder
     private let inPlace: Bool
@@ -26,9 +26,8 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
 
     /// The connections, their replacement, counters and pruned tokens (shared with the HTTP/1.1 pool).
     let connections: PooledConnections<HTTP2ClientConnection>
-    // `preferred`, `batch` and `block` are unmanaged: the pool's connections array and the builder own
-    // them, and a strong copy would cost a retain and a release per request.
-    private var preferred: Unmanaged<HTTP2ClientConnection>?
+    // `batch` and `block` are unmanaged: the pool's connections array and the builder own them, and a
+    // strong copy would cost a retain and a release per request.
     // The connection taking the paced sends of the current pump (one pacer wakeup): every request due
     // at once goes on it while it has free streams, so they share one writev here and one read + one
     // writev at the target, instead of one each per connection. ``endBatch()`` moves on to the next
@@ -50,7 +49,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
         self.config = config
         self.core = .passUnretained(core)
         self.onChange = onChange
-        self.onResponse = onResponse ?? onChange
+        refill = EndOfTurnWork(onResponse ?? onChange)
         builder = try Builder(config: config)
         block = .passUnretained(builder.block)
         var cc = HTTP2ClientConfiguration()
@@ -99,10 +98,9 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
     @_specialize(where Builder == FCMRequestBuilder)
     func startRequest(slot: Int32, sequence: Int64, at now: UInt64) -> StartResult {
         let u: Unmanaged<HTTP2ClientConnection>
-        // A stream freed by a response is refilled on the same connection, as h2load does: the new
-        // request joins the write batch of the connection being read, one writev instead of several.
-        if let p = preferred, p._withUnsafeGuaranteedRef({ $0.availableStreams > 0 }) { u = p }
-        else if let b = batch, b._withUnsafeGuaranteedRef({ $0.availableStreams > 0 }) { u = b }
+        // Streams freed by responses are refilled at the end of their loop turn (``refill``), a
+        // connection at a time, so each connection's refills join its write of that turn.
+        if let b = batch, b._withUnsafeGuaranteedRef({ $0.availableStreams > 0 }) { u = b }
         else if let next = connections.next(where: { $0.availableStreams > 0 }) { u = .passUnretained(next); batch = u }
         else { return .noStream }
         guard let tokenIndex = connections.token(sequence: sequence, slot: slot) else { return .noStream }
@@ -179,9 +177,7 @@ final class ConnectionPool<Builder: RequestBuilder>: DriverPool, HTTP2ClientDele
                 core.responded(slot: slot, status: response.status, reason: reason, at: response.timing.completed)
             }
         }
-        preferred = .passUnretained(connection)
-        onResponse()
-        preferred = nil
+        loop.schedule(refill)
     }
 
     func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) {
