@@ -181,7 +181,10 @@ private let streamClosed = NGHTTP2_STREAM_CLOSED.rawValue
         run(200)
         let before = loop.nghttp2Memory.allocations
         run(3000)
-        #expect(loop.nghttp2Memory.allocations == before, "nghttp2 allocated \(loop.nghttp2Memory.allocations - before) blocks")
+        // Which pooled blocks are free when nghttp2 asks for one depends on what the connections' field
+        // caches hold and on when closed streams were swept, so one or two more may come from malloc
+        // once; growth per stream would be thousands.
+        #expect(loop.nghttp2Memory.allocations - before <= 2, "nghttp2 allocated \(loop.nghttp2Memory.allocations - before) blocks")
         #expect(d.failures.isEmpty && client.isConnected)
         withExtendedLifetime(client) {}
     }
