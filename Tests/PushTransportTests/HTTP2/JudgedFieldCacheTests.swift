@@ -2,25 +2,6 @@ import CNGHTTP2
 @testable import PushTransport
 import Testing
 
-/// Records every outcome of one client's requests, by stream.
-private final class StreamOutcomes: HTTP2ClientDelegate {
-    var connected = false
-    var outcomes: [Int32: ResponseOutcome] = [:]
-    func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) { connected = true }
-    func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
-        var fields: [String] = []
-        for i in 0..<response.headers.count {
-            let (n, v) = response.headers[i]
-            fields.append(String(decoding: n, as: UTF8.self) + ": " + String(decoding: v, as: UTF8.self))
-        }
-        outcomes[response.streamID] = .response(status: response.status, fields: fields, bodyLength: response.bodyLength,
-                                                error: connection.lastProtocolError?.code)
-    }
-    func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) {
-        outcomes[failure.streamID] = .failed(failure.reason, error: connection.lastProtocolError?.code)
-    }
-}
-
 @Suite struct JudgedFieldCacheTests {
     /// A literal field with incremental indexing (RFC 7541 §6.2.1, new name): it enters the peer's
     /// dynamic table, and the client's.
@@ -66,27 +47,18 @@ private final class StreamOutcomes: HTTP2ClientDelegate {
     /// the outcomes by stream, and how many fields the client kept as judged before it closed.
     private func outcomes(_ responses: [(UInt32, [UInt8])], loop: EventLoop,
                           libraryChecks: Bool) -> ([Int32: ResponseOutcome], Int) {
-        let recorder = StreamOutcomes()
-        let client = HTTP2ClientConnection(loop: loop, delegate: recorder)
-        client.libraryChecksResponses = libraryChecks
-        defer {
-            client.close()
-            client.delegate = nil
+        withRawPeerClient(loop: loop, libraryChecks: libraryChecks, failed: ([:], -1)) { client, peer, recorder in
+            guard let block = try? HTTP2HeaderBlock.request(authority: "localhost", path: "/3/device/ab") else { return ([:], -1) }
+            peer.send(RawPeer.frame(type: 0x4, flags: 0x1, stream: 0, []))
+            for (stream, fields) in responses {
+                guard let id = try? client.submit(block, context: UInt64(stream), { _ in }), id == Int32(stream) else { return ([:], -1) }
+                // The request goes out before its answer comes in.
+                _ = loop.run(until: { false }, timeoutNanoseconds: 5_000_000)
+                _ = peer.takeReceived()
+                peer.send(RawPeer.frame(type: 0x1, flags: 0x5, stream: stream, fields))
+                _ = loop.run(until: { recorder.outcomes[Int32(stream)] != nil }, timeoutNanoseconds: 2 * seconds)
+            }
+            return (recorder.outcomes, client.judgedFieldCount)
         }
-        let (mine, peer) = InMemoryTransport.pair(loop: loop)
-        client.connect(over: mine)
-        peer.send(RawPeer.frame(type: 0x4, flags: 0, stream: 0, []))
-        guard loop.run(until: { recorder.connected }, timeoutNanoseconds: 2 * seconds),
-              let block = try? HTTP2HeaderBlock.request(authority: "localhost", path: "/3/device/ab") else { return ([:], -1) }
-        peer.send(RawPeer.frame(type: 0x4, flags: 0x1, stream: 0, []))
-        for (stream, fields) in responses {
-            guard let id = try? client.submit(block, context: UInt64(stream), { _ in }), id == Int32(stream) else { return ([:], -1) }
-            // The request goes out before its answer comes in.
-            _ = loop.run(until: { false }, timeoutNanoseconds: 5_000_000)
-            _ = peer.takeReceived()
-            peer.send(RawPeer.frame(type: 0x1, flags: 0x5, stream: stream, fields))
-            _ = loop.run(until: { recorder.outcomes[Int32(stream)] != nil }, timeoutNanoseconds: 2 * seconds)
-        }
-        return (recorder.outcomes, client.judgedFieldCount)
     }
 }

@@ -68,25 +68,6 @@ struct ResponseCase: CustomStringConvertible {
     }
 }
 
-/// Records the one outcome of a client's single request.
-private final class ResponseRecorder: HTTP2ClientDelegate {
-    var connected = false
-    var outcome: ResponseOutcome?
-    func connectionDidConnect(_ connection: HTTP2ClientConnection, peerSettings: HTTP2Settings) { connected = true }
-    func connection(_ connection: HTTP2ClientConnection, didReceive response: HTTP2Response) {
-        var fields: [String] = []
-        for i in 0..<response.headers.count {
-            let (n, v) = response.headers[i]
-            fields.append(String(decoding: n, as: UTF8.self) + ": " + String(decoding: v, as: UTF8.self))
-        }
-        outcome = .response(status: response.status, fields: fields, bodyLength: response.bodyLength,
-                            error: connection.lastProtocolError?.code)
-    }
-    func connection(_ connection: HTTP2ClientConnection, streamDidFail failure: HTTP2StreamFailure) {
-        outcome = .failed(failure.reason, error: connection.lastProtocolError?.code)
-    }
-}
-
 @Suite struct ResponseMessageRulesTests {
     private func judge(_ fields: [(String, String)], method: String = "POST", endStream: Bool = true) -> Bool {
         var m = ResponseMessage(method: method, method.utf8.count)
@@ -225,33 +206,24 @@ private final class ResponseRecorder: HTTP2ClientDelegate {
 
     /// One request from a fresh client over an in-memory pair, answered by `c`'s frames written raw.
     private func outcome(of c: ResponseCase, loop: EventLoop, libraryChecks: Bool) -> ResponseOutcome {
-        let recorder = ResponseRecorder()
-        let client = HTTP2ClientConnection(loop: loop, delegate: recorder)
-        client.libraryChecksResponses = libraryChecks
-        defer {
-            client.close()
-            client.delegate = nil
+        withRawPeerClient(loop: loop, libraryChecks: libraryChecks, failed: .unanswered) { client, peer, recorder in
+            guard let block = try? HTTP2HeaderBlock.request(method: c.method, authority: "localhost", path: "/3/device/ab"),
+                  (try? client.submit(block, context: 1) { _ in }) != nil else { return .unanswered }
+            var received: [UInt8] = []
+            let sawRequest = loop.run(until: {
+                received += peer.takeReceived()
+                var i = 24
+                while i + 9 <= received.count {
+                    let n = Int(received[i]) << 16 | Int(received[i + 1]) << 8 | Int(received[i + 2])
+                    if received[i + 3] == 0x1 && received[i + 8] == 1 { return true }
+                    i += 9 + n
+                }
+                return false
+            }, timeoutNanoseconds: 2 * seconds)
+            guard sawRequest else { return .unanswered }
+            peer.send(RawPeer.frame(type: 0x4, flags: 0x1, stream: 0, []) + c.frames)
+            _ = loop.run(until: { recorder.outcomes[1] != nil }, timeoutNanoseconds: 2 * seconds)
+            return recorder.outcomes[1] ?? .unanswered
         }
-        let (mine, peer) = InMemoryTransport.pair(loop: loop)
-        client.connect(over: mine)
-        peer.send(RawPeer.frame(type: 0x4, flags: 0, stream: 0, []))
-        guard loop.run(until: { recorder.connected }, timeoutNanoseconds: 2 * seconds),
-              let block = try? HTTP2HeaderBlock.request(method: c.method, authority: "localhost", path: "/3/device/ab"),
-              (try? client.submit(block, context: 1) { _ in }) != nil else { return .unanswered }
-        var received: [UInt8] = []
-        let sawRequest = loop.run(until: {
-            received += peer.takeReceived()
-            var i = 24
-            while i + 9 <= received.count {
-                let n = Int(received[i]) << 16 | Int(received[i + 1]) << 8 | Int(received[i + 2])
-                if received[i + 3] == 0x1 && received[i + 8] == 1 { return true }
-                i += 9 + n
-            }
-            return false
-        }, timeoutNanoseconds: 2 * seconds)
-        guard sawRequest else { return .unanswered }
-        peer.send(RawPeer.frame(type: 0x4, flags: 0x1, stream: 0, []) + c.frames)
-        _ = loop.run(until: { recorder.outcome != nil }, timeoutNanoseconds: 2 * seconds)
-        return recorder.outcome ?? .unanswered
     }
 }
