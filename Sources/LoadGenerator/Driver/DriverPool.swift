@@ -5,7 +5,8 @@ import PushTransport
 /// ``HTTP1ConnectionPool`` HTTP/1.1 (one request in flight per connection).
 protocol DriverPool: RequestPort {
     /// A pool for one driver thread; `onChange` is called when streams free up or connections change,
-    /// `onResponse` (when given) after each response instead of `onChange`.
+    /// `onResponse` (when given) instead of `onChange` for the streams responses freed: after each
+    /// response (HTTP/1.1), or once at the end of a loop turn in which responses came (HTTP/2).
     init(loop: EventLoop, config: LoadConfiguration, core: DriverCore, thread: Int, onResponse: (() -> Void)?,
          onChange: @escaping () -> Void) throws
     /// Opens every connection.
